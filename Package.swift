@@ -1,0 +1,91 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let package = Package(
+    name: "apns-mock",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "apns-mock", targets: ["apns-mock"]),
+        .library(name: "APNSMockCore", targets: ["APNSMockCore"]),
+        .library(name: "APNSMock", targets: ["APNSMock"]),
+        .library(name: "APNSMockTesting", targets: ["APNSMockTesting"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CNGHTTP2",
+            pkgConfig: "libnghttp2",
+            providers: [.apt(["libnghttp2-dev"])]
+        ),
+        .systemLibrary(
+            name: "COpenSSL",
+            pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]
+        ),
+        .target(
+            name: "CAPNSMockShims",
+            dependencies: ["COpenSSL", "CNGHTTP2"]
+        ),
+        .target(
+            name: "APNSMockCore",
+            dependencies: [
+                .product(name: "Yams", package: "Yams"),
+            ]
+        ),
+        .target(
+            name: "APNSMock",
+            dependencies: [
+                "APNSMockCore",
+                "CNGHTTP2",
+                "COpenSSL",
+                "CAPNSMockShims",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .target(
+            name: "APNSMockTesting",
+            dependencies: [
+                "APNSMock",
+                "APNSMockCore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
+        .executableTarget(
+            name: "apns-mock",
+            dependencies: [
+                "APNSMock",
+                "APNSMockCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .testTarget(
+            name: "APNSMockCoreTests",
+            dependencies: ["APNSMockCore"]
+        ),
+        .testTarget(
+            name: "APNSMockTests",
+            dependencies: [
+                "APNSMock",
+                "APNSMockCore",
+                "APNSMockTesting",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,30 @@
+#ifndef CAPNSMOCKSHIMS_H
+#define CAPNSMOCKSHIMS_H
+
+#include <openssl/ssl.h>
+#include <openssl/bio.h>
+#include <openssl/x509.h>
+
+/// One-line wrappers for OpenSSL macros Swift cannot import, and the two tiny C callbacks the TLS
+/// context installs (ALPN selection and "request, don't require" client-certificate verification).
+
+int CAPNSMockShims_SSL_CTX_set_min_proto_version(SSL_CTX *ctx, int version);
+long CAPNSMockShims_SSL_CTX_set_mode(SSL_CTX *ctx, long mode);
+long CAPNSMockShims_SSL_CTX_set_session_cache_mode(SSL_CTX *ctx, long mode);
+long CAPNSMockShims_BIO_set_mem_eof_return(BIO *bio, long value);
+size_t CAPNSMockShims_BIO_pending(BIO *bio);
+long CAPNSMockShims_BIO_get_mem_data(BIO *bio, char **data);
+void CAPNSMockShims_OPENSSL_free(void *ptr);
+int CAPNSMockShims_SSL_CTX_add_extra_chain_cert(SSL_CTX *ctx, X509 *cert);
+
+/// Installs the ALPN callback: selects "h2" when the client offers it; a client that offers ALPN
+/// without "h2" gets the fatal no_application_protocol alert. A client that offers no ALPN never
+/// reaches the callback and is served as h2 by the caller.
+void CAPNSMockShims_SSL_CTX_install_alpn_h2(SSL_CTX *ctx);
+
+/// Asks for a client certificate without requiring one, and keeps the handshake going whatever
+/// the chain verification says; the verification result is read afterwards with
+/// SSL_get_verify_result so that the request layer can answer 403 BadCertificate.
+void CAPNSMockShims_SSL_CTX_request_client_certificate(SSL_CTX *ctx);
+
+#endif

@@ -1,0 +1,68 @@
+#include "CAPNSMockShims.h"
+#include <string.h>
+
+int CAPNSMockShims_SSL_CTX_set_min_proto_version(SSL_CTX *ctx, int version) {
+    return (int)SSL_CTX_set_min_proto_version(ctx, version);
+}
+
+long CAPNSMockShims_SSL_CTX_set_mode(SSL_CTX *ctx, long mode) {
+    return SSL_CTX_set_mode(ctx, mode);
+}
+
+long CAPNSMockShims_SSL_CTX_set_session_cache_mode(SSL_CTX *ctx, long mode) {
+    return SSL_CTX_set_session_cache_mode(ctx, mode);
+}
+
+long CAPNSMockShims_BIO_set_mem_eof_return(BIO *bio, long value) {
+    return BIO_set_mem_eof_return(bio, value);
+}
+
+size_t CAPNSMockShims_BIO_pending(BIO *bio) {
+    return BIO_ctrl_pending(bio);
+}
+
+long CAPNSMockShims_BIO_get_mem_data(BIO *bio, char **data) {
+    return BIO_get_mem_data(bio, data);
+}
+
+void CAPNSMockShims_OPENSSL_free(void *ptr) {
+    OPENSSL_free(ptr);
+}
+
+int CAPNSMockShims_SSL_CTX_add_extra_chain_cert(SSL_CTX *ctx, X509 *cert) {
+    return (int)SSL_CTX_add_extra_chain_cert(ctx, cert);
+}
+
+static int capnsmock_alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+                                 const unsigned char *in, unsigned int inlen, void *arg) {
+    (void)ssl;
+    (void)arg;
+    unsigned int i = 0;
+    while (i < inlen) {
+        unsigned int len = in[i];
+        if (i + 1 + len > inlen) {
+            break;
+        }
+        if (len == 2 && memcmp(in + i + 1, "h2", 2) == 0) {
+            *out = in + i + 1;
+            *outlen = 2;
+            return SSL_TLSEXT_ERR_OK;
+        }
+        i += 1 + len;
+    }
+    return SSL_TLSEXT_ERR_ALERT_FATAL;
+}
+
+void CAPNSMockShims_SSL_CTX_install_alpn_h2(SSL_CTX *ctx) {
+    SSL_CTX_set_alpn_select_cb(ctx, capnsmock_alpn_select, NULL);
+}
+
+static int capnsmock_accept_any_chain(int preverify_ok, X509_STORE_CTX *store) {
+    (void)preverify_ok;
+    (void)store;
+    return 1;
+}
+
+void CAPNSMockShims_SSL_CTX_request_client_certificate(SSL_CTX *ctx) {
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, capnsmock_accept_any_chain);
+}

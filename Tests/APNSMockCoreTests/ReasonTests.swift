@@ -1,0 +1,3 @@
+import Testing
+@testable import APNSMockCore
+@Test func reasonStatus() { #expect(Reason.payloadTooLarge.status == 413) }
