@@ -1,5 +1,7 @@
 #include "CAPNSMockShims.h"
 #include <string.h>
+#include <openssl/evp.h>
+#include <openssl/ec.h>
 
 int CAPNSMockShims_SSL_CTX_set_min_proto_version(SSL_CTX *ctx, int version) {
     return (int)SSL_CTX_set_min_proto_version(ctx, version);
@@ -31,6 +33,10 @@ void CAPNSMockShims_OPENSSL_free(void *ptr) {
 
 int CAPNSMockShims_SSL_CTX_add_extra_chain_cert(SSL_CTX *ctx, X509 *cert) {
     return (int)SSL_CTX_add_extra_chain_cert(ctx, cert);
+}
+
+void CAPNSMockShims_SSL_CTX_set_server_options(SSL_CTX *ctx) {
+    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
 }
 
 static int capnsmock_alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
@@ -65,4 +71,8 @@ static int capnsmock_accept_any_chain(int preverify_ok, X509_STORE_CTX *store) {
 
 void CAPNSMockShims_SSL_CTX_request_client_certificate(SSL_CTX *ctx) {
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, capnsmock_accept_any_chain);
+}
+
+EVP_PKEY *CAPNSMockShims_EC_P256_generate(void) {
+    return EVP_EC_gen("P-256");
 }

@@ -16,6 +16,12 @@ size_t CAPNSMockShims_BIO_pending(BIO *bio);
 long CAPNSMockShims_BIO_get_mem_data(BIO *bio, char **data);
 void CAPNSMockShims_OPENSSL_free(void *ptr);
 int CAPNSMockShims_SSL_CTX_add_extra_chain_cert(SSL_CTX *ctx, X509 *cert);
+/// Server options whose constants are built with SSL_OP_BIT, which Swift cannot import:
+/// no renegotiation, server cipher preference.
+void CAPNSMockShims_SSL_CTX_set_server_options(SSL_CTX *ctx);
+
+/// A new P-256 key pair (EVP_EC_gen is a macro over a variadic function).
+EVP_PKEY *CAPNSMockShims_EC_P256_generate(void);
 
 /// Installs the ALPN callback: selects "h2" when the client offers it; a client that offers ALPN
 /// without "h2" gets the fatal no_application_protocol alert. A client that offers no ALPN never

@@ -1,0 +1,174 @@
+import APNSMockCore
+import Logging
+import NIOCore
+import NIOExtras
+import NIOPosix
+import ServiceLifecycle
+import Synchronization
+
+/// The APNs listener as a swift-service-lifecycle `Service`.
+///
+/// `run()` binds, serves until graceful shutdown is requested (SIGINT/SIGTERM through a
+/// `ServiceGroup`), then stops accepting, sends every connection GOAWAY `{"reason":"Shutdown"}`,
+/// lets in-flight requests finish, and returns. Tests use ``start()`` and
+/// ``RunningAPNSListener/shutdown()`` directly.
+public struct APNSMockServer: Service {
+    public let configuration: ServerConfiguration
+    public let logger: Logger
+    private let onListening: (@Sendable (RunningAPNSListener) -> Void)?
+
+    public init(
+        configuration: ServerConfiguration, logger: Logger,
+        onListening: (@Sendable (RunningAPNSListener) -> Void)? = nil
+    ) {
+        self.configuration = configuration
+        self.logger = logger
+        self.onListening = onListening
+    }
+
+    public func run() async throws {
+        let listener = try await start()
+        onListening?(listener)
+        // Returns on graceful shutdown; throws CancellationError if the task is cancelled, in
+        // which case the drain below still runs.
+        try? await gracefulShutdown()
+        await listener.shutdown()
+    }
+
+    /// Binds the listener and starts serving.
+    public func start() async throws -> RunningAPNSListener {
+        let tlsContext = try TLSContext(
+            certificateChainPath: configuration.certificatePath,
+            privateKeyPath: configuration.privateKeyPath,
+            clientCAPath: configuration.clientCAPath)
+        let responder = Responder(
+            validator: Validator(settings: configuration.validation),
+            defaultEnvironment: configuration.environment,
+            logger: logger)
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.threads))
+        let quiesce = ServerQuiescingHelper(group: group)
+        let connections = ConnectionRegistry()
+        let configuration = self.configuration
+        let logger = self.logger
+
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 512)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .serverChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(quiesce.makeServerChannelHandler(channel: channel))
+                }
+            }
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.maxMessagesPerRead, value: 16)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let id = connections.opened()
+                    var connectionLogger = logger
+                    connectionLogger[metadataKey: "connection"] = "\(id)"
+                    let connection = try APNSConnection(
+                        id: id, tlsContext: tlsContext, settings: configuration.http2,
+                        responder: responder, logger: connectionLogger)
+                    let handler = APNSChannelHandler(
+                        connection: connection, idleTimeout: configuration.idleTimeout,
+                        handshakeTimeout: configuration.handshakeTimeout, logger: connectionLogger,
+                        onClose: { connections.closed() })
+                    try channel.pipeline.syncOperations.addHandler(handler)
+                }
+            }
+        let channel: Channel
+        do {
+            channel = try await bootstrap.bind(host: configuration.host, port: configuration.port).get()
+        } catch {
+            try? await group.shutdownGracefully()
+            throw error
+        }
+        let port = channel.localAddress?.port ?? configuration.port
+        logger.info(
+            "APNs listener up",
+            metadata: ["host": "\(configuration.host)", "port": "\(port)", "threads": "\(configuration.threads)"])
+        return RunningAPNSListener(
+            port: port, group: group, quiesce: quiesce, connections: connections,
+            gracePeriod: configuration.shutdownGracePeriod, logger: logger)
+    }
+}
+
+/// Counts connections and hands out their ids, from any event loop without a lock.
+final class ConnectionRegistry: Sendable {
+    private let nextID = Atomic<UInt64>(0)
+    private let openCount = Atomic<Int>(0)
+
+    func opened() -> UInt64 {
+        openCount.add(1, ordering: .relaxed)
+        return nextID.add(1, ordering: .relaxed).newValue
+    }
+
+    func closed() {
+        openCount.subtract(1, ordering: .relaxed)
+    }
+
+    var open: Int { openCount.load(ordering: .relaxed) }
+    var total: UInt64 { nextID.load(ordering: .relaxed) }
+}
+
+/// A bound, serving APNs listener.
+public final class RunningAPNSListener: Sendable {
+    /// The port actually bound (the chosen one when configured with port 0).
+    public let port: Int
+    private let group: MultiThreadedEventLoopGroup
+    private let quiesce: ServerQuiescingHelper
+    private let connections: ConnectionRegistry
+    private let gracePeriod: TimeAmount
+    private let logger: Logger
+    private let stopped = Mutex(false)
+
+    init(
+        port: Int, group: MultiThreadedEventLoopGroup, quiesce: ServerQuiescingHelper,
+        connections: ConnectionRegistry, gracePeriod: TimeAmount, logger: Logger
+    ) {
+        self.port = port
+        self.group = group
+        self.quiesce = quiesce
+        self.connections = connections
+        self.gracePeriod = gracePeriod
+        self.logger = logger
+    }
+
+    /// Connections currently open.
+    public var openConnections: Int { connections.open }
+    /// Connections accepted since start.
+    public var totalConnections: UInt64 { connections.total }
+
+    /// Stops accepting, sends GOAWAY `{"reason":"Shutdown"}` on every connection, waits up to the
+    /// grace period for in-flight requests, then releases the event loops. Safe to call twice.
+    public func shutdown() async {
+        let alreadyStopped = stopped.withLock { stopped in
+            defer { stopped = true }
+            return stopped
+        }
+        guard !alreadyStopped else { return }
+        logger.info("shutting down: GOAWAY to \(connections.open) connection(s)")
+        let drained = group.next().makePromise(of: Void.self)
+        quiesce.initiateShutdown(promise: drained)
+        let deadline = group.next().scheduleTask(in: gracePeriod) {}
+        let finished = drained.futureResult.map { true }
+        let timedOut = deadline.futureResult.map { false }
+        let inTime = (try? await finished.or(timedOut).get()) ?? false
+        deadline.cancel()
+        if !inTime {
+            logger.warning("grace period over; closing the remaining connections")
+        }
+        try? await group.shutdownGracefully()
+        logger.info("APNs listener stopped")
+    }
+}
+
+extension EventLoopFuture where Value: Sendable {
+    /// Completes with whichever of the two futures completes first.
+    fileprivate func or(_ other: EventLoopFuture<Value>) -> EventLoopFuture<Value> {
+        let promise = eventLoop.makePromise(of: Value.self)
+        self.cascade(to: promise)
+        other.hop(to: eventLoop).cascade(to: promise)
+        return promise.futureResult
+    }
+}

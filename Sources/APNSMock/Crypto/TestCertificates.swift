@@ -1,0 +1,159 @@
+import Foundation
+import Logging
+
+/// The certificate material apns-mock generates for itself (`certs/`), as interface.md lists it:
+/// a test CA, a server certificate naming Apple's hosts, a demo token key and client certificates
+/// for certificate auth. Existing files are kept, so clients that already trust the CA keep
+/// working; only what is missing is created.
+public struct TestCertificates: Sendable {
+    public struct App: Sendable {
+        public var bundleID: String
+        public var teamID: String
+
+        public init(bundleID: String, teamID: String) {
+            self.bundleID = bundleID
+            self.teamID = teamID
+        }
+    }
+
+    public struct TokenKey: Sendable {
+        public var keyID: String
+        public var teamID: String
+        /// Where the `.p8` goes; relative paths are taken inside ``TestCertificates/directory``
+        /// unless they already start with it.
+        public var path: String
+
+        public init(keyID: String, teamID: String, path: String) {
+            self.keyID = keyID
+            self.teamID = teamID
+            self.path = path
+        }
+    }
+
+    /// The names the server certificate carries besides `extraHosts`.
+    public static let defaultDNSNames = [
+        "localhost", "apns-mock", "api.push.apple.com", "api.sandbox.push.apple.com",
+        "api.development.push.apple.com",
+    ]
+    public static let defaultIPAddresses = ["127.0.0.1", "::1"]
+
+    public var directory: String
+    public var extraHosts: [String]
+    public var apps: [App]
+    public var tokenKeys: [TokenKey]
+
+    public init(directory: String, extraHosts: [String] = [], apps: [App], tokenKeys: [TokenKey]) {
+        self.directory = directory
+        self.extraHosts = extraHosts
+        self.apps = apps
+        self.tokenKeys = tokenKeys
+    }
+
+    public var caPath: String { path("ca.pem") }
+    public var caKeyPath: String { path("ca-key.pem") }
+    public var serverCertificatePath: String { path("server.pem") }
+    public var serverKeyPath: String { path("server-key.pem") }
+
+    /// Client certificate files for `app`: `client-<bundle>[-<variant>].pem` and `…-key.pem`.
+    /// The plain name is a universal certificate (development and production markers); the
+    /// `development` and `production` variants carry one marker each.
+    public func clientCertificatePaths(for bundleID: String, variant: String? = nil) -> (certificate: String, key: String) {
+        let stem = "client-" + bundleID + (variant.map { "-" + $0 } ?? "")
+        return (path(stem + ".pem"), path(stem + "-key.pem"))
+    }
+
+    public func tokenKeyPath(_ key: TokenKey) -> String {
+        if key.path.hasPrefix("/") || key.path.hasPrefix(directory + "/") {
+            return key.path
+        }
+        return path((key.path as NSString).lastPathComponent)
+    }
+
+    /// Creates every missing file; returns the paths it wrote.
+    @discardableResult
+    public func ensure(logger: Logger? = nil) throws -> [String] {
+        let files = FileManager.default
+        try files.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        var written: [String] = []
+
+        let ca: (certificate: Certificate, key: ECKey)
+        if files.fileExists(atPath: caPath), files.fileExists(atPath: caKeyPath) {
+            ca = (try Certificate.read(pem: String(contentsOfFile: caPath, encoding: .utf8)),
+                  try ECKey.privateKey(pem: String(contentsOfFile: caKeyPath, encoding: .utf8)))
+        } else {
+            let key = try ECKey.generateP256()
+            let certificate = try CertificateIssuer.issue(
+                CertificateRequest(
+                    subject: [("O", "apns-mock"), ("CN", "apns-mock test CA")],
+                    kind: .certificateAuthority, validDays: 3650),
+                key: key, issuer: nil)
+            try write(certificate.pem(), to: caPath, secret: false)
+            try write(key.privateKeyPEM(), to: caKeyPath, secret: true)
+            written += [caPath, caKeyPath]
+            ca = (certificate, key)
+        }
+
+        if !files.fileExists(atPath: serverCertificatePath) || !files.fileExists(atPath: serverKeyPath) {
+            let key = try ECKey.generateP256()
+            let dnsNames = Self.defaultDNSNames + extraHosts.filter { !Self.isIPAddress($0) }
+            let ipAddresses = Self.defaultIPAddresses + extraHosts.filter(Self.isIPAddress)
+            let certificate = try CertificateIssuer.issue(
+                CertificateRequest(
+                    subject: [("O", "apns-mock"), ("CN", "apns-mock")],
+                    kind: .server(dnsNames: Array(Set(dnsNames)).sorted(), ipAddresses: Array(Set(ipAddresses)).sorted())),
+                key: key, issuer: ca)
+            try write(certificate.pem(), to: serverCertificatePath, secret: false)
+            try write(key.privateKeyPEM(), to: serverKeyPath, secret: true)
+            written += [serverCertificatePath, serverKeyPath]
+        }
+
+        for app in apps {
+            for (variant, development, production) in [(nil, true, true), ("development", true, false), ("production", false, true)] {
+                let paths = clientCertificatePaths(for: app.bundleID, variant: variant)
+                if files.fileExists(atPath: paths.certificate), files.fileExists(atPath: paths.key) { continue }
+                let key = try ECKey.generateP256()
+                let environmentName = variant.map { " (\($0))" } ?? ""
+                let certificate = try CertificateIssuer.issue(
+                    CertificateRequest(
+                        subject: [
+                            ("UID", app.bundleID), ("CN", "Apple Push Services: \(app.bundleID)\(environmentName)"),
+                            ("OU", app.teamID), ("O", "apns-mock"), ("C", "US"),
+                        ],
+                        kind: .apnsClient(topics: .app(app.bundleID), development: development, production: production),
+                        validDays: 365),
+                    key: key, issuer: ca)
+                try write(certificate.pem(), to: paths.certificate, secret: false)
+                try write(key.privateKeyPEM(), to: paths.key, secret: true)
+                written += [paths.certificate, paths.key]
+            }
+        }
+
+        for tokenKey in tokenKeys {
+            let keyPath = tokenKeyPath(tokenKey)
+            if files.fileExists(atPath: keyPath) { continue }
+            try write(ECKey.generateP256().privateKeyPEM(), to: keyPath, secret: true)
+            written.append(keyPath)
+        }
+        for file in written {
+            logger?.info("created \(file)")
+        }
+        return written
+    }
+
+    private func path(_ name: String) -> String {
+        (directory as NSString).appendingPathComponent(name)
+    }
+
+    private func write(_ text: String, to path: String, secret: Bool) throws {
+        let url = URL(fileURLWithPath: path)
+        try FileManager.default.createDirectory(
+            at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data(text.utf8).write(to: url, options: .atomic)
+        try FileManager.default.setAttributes(
+            [.posixPermissions: secret ? 0o600 : 0o644], ofItemAtPath: path)
+    }
+
+    private static func isIPAddress(_ host: String) -> Bool {
+        host.contains(":") || host.allSatisfy { $0.isNumber || $0 == "." }
+    }
+}

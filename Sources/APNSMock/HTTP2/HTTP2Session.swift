@@ -1,0 +1,324 @@
+internal import CNGHTTP2
+import APNSMockCore
+
+/// Receives complete requests from an ``HTTP2Session``.
+protocol HTTP2SessionDelegate: AnyObject {
+    /// Called once per request stream, when END_STREAM arrives. The delegate answers through
+    /// ``HTTP2Session/submit(_:for:)``, now or later.
+    func session(_ session: HTTP2Session, didReceive stream: StreamState)
+}
+
+/// Owner of one nghttp2 server session, fed through `nghttp2_session_mem_recv` and drained through
+/// `nghttp2_session_mem_send`.
+///
+/// All nghttp2 callbacks live in this file. They find their session through the `user_data`
+/// pointer (unretained: the session outlives every callback, which only run inside `receive` and
+/// `send`), never throw, and turn every problem into an nghttp2 return code; a problem confined to
+/// one stream returns `NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE`, which resets that stream only.
+final class HTTP2Session {
+    struct ProtocolError: Error, CustomStringConvertible {
+        var code: Int
+        var description: String {
+            "HTTP/2 error \(code): " + String(cString: nghttp2_strerror(Int32(truncatingIfNeeded: code)))
+        }
+    }
+
+    private var session: OpaquePointer?
+    private let settings: HTTP2Settings
+    unowned let delegate: any HTTP2SessionDelegate
+
+    /// Open request streams by id. This dictionary owns the states; nghttp2 never holds them.
+    private var streams: [Int32: StreamState] = [:]
+    /// The stream headers/data arrived for last: frames of one stream arrive back to back, so this
+    /// spares most dictionary look-ups.
+    private var lastStream: StreamState?
+    /// Finished states kept for reuse.
+    private var streamPool: [StreamState] = []
+    private static let streamPoolLimit = 64
+
+    /// Header values for a response are assembled here; nghttp2 copies them on submit.
+    private let scratch: UnsafeMutableRawBufferPointer
+
+    init(settings: HTTP2Settings, delegate: any HTTP2SessionDelegate) throws {
+        self.settings = settings
+        self.delegate = delegate
+        scratch = .allocate(byteCount: 128, alignment: 8)
+
+        var callbacks: OpaquePointer?
+        nghttp2_session_callbacks_new(&callbacks)
+        defer { nghttp2_session_callbacks_del(callbacks) }
+        Self.install(into: callbacks)
+
+        var option: OpaquePointer?
+        nghttp2_option_new(&option)
+        defer { nghttp2_option_del(option) }
+        // PRIORITY is ignored by APNs; keeping closed streams only serves the priority tree.
+        nghttp2_option_set_no_closed_streams(option, 1)
+
+        var created: OpaquePointer?
+        let rc = nghttp2_session_server_new2(
+            &created, callbacks, Unmanaged.passUnretained(self).toOpaque(), option)
+        guard rc == 0, let created else {
+            scratch.deallocate()
+            throw ProtocolError(code: Int(rc))
+        }
+        session = created
+
+        let entries: [nghttp2_settings_entry] = [
+            .init(settings_id: Int32(NGHTTP2_SETTINGS_HEADER_TABLE_SIZE.rawValue), value: settings.headerTableSize),
+            .init(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: settings.maxConcurrentStreams),
+            .init(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: settings.initialWindowSize),
+            .init(settings_id: Int32(NGHTTP2_SETTINGS_MAX_FRAME_SIZE.rawValue), value: settings.maxFrameSize),
+            .init(settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue), value: settings.maxHeaderListSize),
+        ]
+        let submitted = nghttp2_submit_settings(created, UInt8(NGHTTP2_FLAG_NONE.rawValue), entries, entries.count)
+        guard submitted == 0 else {
+            throw ProtocolError(code: Int(submitted))
+        }
+    }
+
+    deinit {
+        nghttp2_session_del(session)
+        scratch.deallocate()
+    }
+
+    // MARK: Driving the session
+
+    /// Feeds plaintext received from the client. Returns an error when the connection must end
+    /// (nghttp2 has then usually queued a GOAWAY that ``send(_:)`` still delivers).
+    func receive(_ bytes: UnsafeRawBufferPointer) -> ProtocolError? {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return nil }
+        let rc = nghttp2_session_mem_recv(session, base.assumingMemoryBound(to: UInt8.self), bytes.count)
+        return rc < 0 ? ProtocolError(code: rc) : nil
+    }
+
+    /// Hands each chunk nghttp2 wants to send to `sink` until nghttp2 has nothing more or `sink`
+    /// returns false (the caller's output budget is spent). Returns an error on a fatal failure.
+    func send(_ sink: (UnsafeRawBufferPointer) -> Bool) -> ProtocolError? {
+        while true {
+            var data: UnsafePointer<UInt8>?
+            let count = nghttp2_session_mem_send(session, &data)
+            if count < 0 {
+                return ProtocolError(code: count)
+            }
+            guard count > 0, let data else { return nil }
+            if !sink(UnsafeRawBufferPointer(start: data, count: count)) {
+                return nil
+            }
+        }
+    }
+
+    var wantsRead: Bool { nghttp2_session_want_read(session) != 0 }
+    var wantsWrite: Bool { nghttp2_session_want_write(session) != 0 }
+    var openStreamCount: Int { streams.count }
+
+    /// Announces the end of the connection with GOAWAY (NO_ERROR) carrying `{"reason":…}`.
+    /// Streams already received are still answered; nghttp2 stops wanting to read once they are.
+    func submitGoAway(reason: Reason) {
+        let debug = ErrorBody.bytes(for: reason)
+        let lastStreamID = nghttp2_session_get_last_proc_stream_id(session)
+        _ = debug.withUnsafeBufferPointer { bytes in
+            nghttp2_submit_goaway(
+                session, UInt8(NGHTTP2_FLAG_NONE.rawValue), lastStreamID,
+                NGHTTP2_NO_ERROR.rawValue, bytes.baseAddress, bytes.count)
+        }
+    }
+
+    /// Changes the advertised MAX_CONCURRENT_STREAMS (APNs raises it once a token is accepted).
+    func submitMaxConcurrentStreams(_ value: UInt32) {
+        var entry = nghttp2_settings_entry(
+            settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: value)
+        _ = nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entry, 1)
+    }
+
+    /// Resets one stream (RST_STREAM with `errorCode`).
+    func reset(streamID: Int32, errorCode: UInt32 = NGHTTP2_INTERNAL_ERROR.rawValue) {
+        _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, errorCode)
+    }
+
+    // MARK: Responses
+
+    private static let statusName: StaticString = ":status"
+    private static let apnsIDName: StaticString = "apns-id"
+    private static let uniqueIDName: StaticString = "apns-unique-id"
+    private static let contentTypeName: StaticString = "content-type"
+    private static let jsonType: StaticString = "application/json"
+
+    /// Queues `response` on `stream`. Does nothing if the stream has meanwhile been closed.
+    func submit(_ response: APNSResponse, for stream: StreamState) {
+        guard streams[stream.streamID] === stream else { return }
+        if let rejection = response.rejection {
+            stream.responseBody = ErrorBody.bytes(for: rejection)
+            stream.responseOffset = 0
+        }
+        let base = scratch.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        // Layout: [0, 3) status digits, [4, 40) generated apns-id, [40, 76) apns-unique-id.
+        let status = max(100, min(999, response.status))
+        base[0] = UInt8(ascii: "0") + UInt8(status / 100)
+        base[1] = UInt8(ascii: "0") + UInt8(status / 10 % 10)
+        base[2] = UInt8(ascii: "0") + UInt8(status % 10)
+
+        switch response.apnsID {
+        case .generated(let value):
+            value.write(to: base + 4, uppercase: true)
+            submit(stream: stream, response: response, apnsID: UnsafeRawBufferPointer(start: base + 4, count: 36))
+        case .echoed(var text):
+            text.withUTF8 { bytes in
+                submit(stream: stream, response: response, apnsID: UnsafeRawBufferPointer(bytes))
+            }
+        }
+    }
+
+    private func submit(stream: StreamState, response: APNSResponse, apnsID: UnsafeRawBufferPointer) {
+        let base = scratch.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: 4) { headers in
+            let noCopyName = UInt8(NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue)
+            let noIndex = UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue)
+            var count = 0
+            func add(_ name: StaticString, _ value: UnsafePointer<UInt8>, _ length: Int, _ flags: UInt8) {
+                headers[count] = nghttp2_nv(
+                    name: UnsafeMutablePointer(mutating: name.utf8Start), value: UnsafeMutablePointer(mutating: value),
+                    namelen: name.utf8CodeUnitCount, valuelen: length, flags: flags)
+                count += 1
+            }
+            add(Self.statusName, base, 3, noCopyName)
+            add(Self.apnsIDName, apnsID.baseAddress!.assumingMemoryBound(to: UInt8.self), apnsID.count, noCopyName | noIndex)
+            if let uniqueID = response.uniqueID {
+                uniqueID.write(to: base + 40, uppercase: false)
+                add(Self.uniqueIDName, base + 40, 36, noCopyName | noIndex)
+            }
+            if response.rejection != nil {
+                add(Self.contentTypeName, Self.jsonType.utf8Start, Self.jsonType.utf8CodeUnitCount, noCopyName)
+                var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: readResponseBody)
+                _ = nghttp2_submit_response(session, stream.streamID, headers.baseAddress, count, &provider)
+            } else {
+                _ = nghttp2_submit_response(session, stream.streamID, headers.baseAddress, count, nil)
+            }
+        }
+    }
+
+    // MARK: Stream bookkeeping
+
+    fileprivate func beginStream(_ streamID: Int32) {
+        let state = streamPool.popLast() ?? StreamState()
+        state.reset(streamID: streamID)
+        streams[streamID] = state
+        lastStream = state
+    }
+
+    fileprivate func stream(_ streamID: Int32) -> StreamState? {
+        if let last = lastStream, last.streamID == streamID {
+            return last
+        }
+        let found = streams[streamID]
+        lastStream = found
+        return found
+    }
+
+    fileprivate func closeStream(_ streamID: Int32) {
+        guard let state = streams.removeValue(forKey: streamID) else { return }
+        if lastStream === state {
+            lastStream = nil
+        }
+        if streamPool.count < Self.streamPoolLimit {
+            state.responseBody.removeAll(keepingCapacity: true)
+            streamPool.append(state)
+        }
+    }
+
+    fileprivate func header(
+        streamID: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>
+    ) -> Bool {
+        guard let state = stream(streamID) else { return true }
+        state.headerListSize += name.count + value.count + 32
+        if state.headerListSize > Int(settings.maxHeaderListSize) {
+            // nghttp2 resets the stream; nothing of it is answered.
+            state.dispatched = true
+            return false
+        }
+        state.request.setHeader(
+            name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
+        return true
+    }
+
+    fileprivate func data(streamID: Int32, bytes: UnsafeRawBufferPointer) {
+        stream(streamID)?.request.appendBody(bytes)
+    }
+
+    fileprivate func endOfStream(_ streamID: Int32) {
+        guard let state = stream(streamID), !state.dispatched else { return }
+        state.dispatched = true
+        delegate.session(self, didReceive: state)
+    }
+
+    fileprivate func copyResponseBody(
+        streamID: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int, flags: UnsafeMutablePointer<UInt32>
+    ) -> Int {
+        guard let state = stream(streamID) else {
+            return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
+        }
+        let remaining = state.responseBody.count - state.responseOffset
+        let count = min(remaining, length)
+        state.responseBody.withUnsafeBufferPointer { body in
+            buffer.update(from: body.baseAddress! + state.responseOffset, count: count)
+        }
+        state.responseOffset += count
+        if state.responseOffset == state.responseBody.count {
+            flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
+        }
+        return count
+    }
+}
+
+// MARK: - nghttp2 callbacks
+
+private func owner(_ userData: UnsafeMutableRawPointer?) -> HTTP2Session {
+    Unmanaged<HTTP2Session>.fromOpaque(userData!).takeUnretainedValue()
+}
+
+private let readResponseBody: nghttp2_data_source_read_callback = {
+    _, streamID, buffer, length, flags, _, userData in
+    owner(userData).copyResponseBody(streamID: streamID, into: buffer!, length: length, flags: flags!)
+}
+
+extension HTTP2Session {
+    fileprivate static func install(into callbacks: OpaquePointer?) {
+        nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, userData in
+            guard let frame else { return 0 }
+            if frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue),
+               frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
+                owner(userData).beginStream(frame.pointee.hd.stream_id)
+            }
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_header_callback(callbacks) {
+            _, frame, name, nameLength, value, valueLength, _, userData in
+            guard let frame, let name, let value else { return 0 }
+            let accepted = owner(userData).header(
+                streamID: frame.pointee.hd.stream_id,
+                name: UnsafeBufferPointer(start: name, count: nameLength),
+                value: UnsafeBufferPointer(start: value, count: valueLength))
+            return accepted ? 0 : Int32(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
+        }
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) {
+            _, _, streamID, data, length, userData in
+            guard let data else { return 0 }
+            owner(userData).data(streamID: streamID, bytes: UnsafeRawBufferPointer(start: data, count: length))
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, userData in
+            guard let frame else { return 0 }
+            let type = frame.pointee.hd.type
+            let endStream = frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
+            if endStream, type == UInt8(NGHTTP2_HEADERS.rawValue) || type == UInt8(NGHTTP2_DATA.rawValue) {
+                // The stream may already be gone (reset for oversized headers); endOfStream checks.
+                owner(userData).endOfStream(frame.pointee.hd.stream_id)
+            }
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, _, userData in
+            owner(userData).closeStream(streamID)
+            return 0
+        }
+    }
+}

@@ -1,0 +1,17 @@
+/// The SETTINGS apns-mock advertises, with production APNs' values as defaults
+/// (apns-behavior.md section 1).
+public struct HTTP2Settings: Sendable, Equatable {
+    public var headerTableSize: UInt32 = 4096
+    /// Streams a client may have open at once once it is allowed its full share.
+    public var maxConcurrentStreams: UInt32 = 1000
+    public var initialWindowSize: UInt32 = 65535
+    public var maxFrameSize: UInt32 = 16384
+    /// Advertised and enforced: a request whose header list (name + value + 32 per field, as
+    /// RFC 9113 counts it) exceeds this is reset with RST_STREAM, the rest of the connection
+    /// carries on.
+    public var maxHeaderListSize: UInt32 = 8000
+
+    public init(maxConcurrentStreams: UInt32 = 1000) {
+        self.maxConcurrentStreams = maxConcurrentStreams
+    }
+}

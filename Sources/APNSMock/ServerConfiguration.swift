@@ -1,0 +1,30 @@
+import APNSMockCore
+import NIOCore
+
+/// Everything the APNs listener needs to run, with the product's built-in defaults.
+///
+/// The command line and the configuration file are folded into this value by the `apns-mock`
+/// command; tests build it directly (usually with `port: 0`).
+public struct ServerConfiguration: Sendable {
+    public var host: String = "127.0.0.1"
+    /// 0 picks a free port; the chosen one is reported by ``RunningAPNSListener/port``.
+    public var port: Int = 2197
+    /// Event-loop threads serving APNs connections.
+    public var threads: Int = System.coreCount
+    public var http2 = HTTP2Settings()
+    /// A connection with no traffic for this long gets GOAWAY `{"reason":"IdleTimeout"}`.
+    public var idleTimeout: TimeAmount = .seconds(3600)
+    /// A connection that has not completed its TLS handshake by then is closed.
+    public var handshakeTimeout: TimeAmount = .seconds(10)
+    /// In-flight requests get this long to finish after SIGTERM before connections are cut.
+    public var shutdownGracePeriod: TimeAmount = .seconds(10)
+    public var certificatePath: String = "certs/server.pem"
+    public var privateKeyPath: String = "certs/server-key.pem"
+    /// Client certificates are verified against this CA; `nil` still requests one.
+    public var clientCAPath: String? = "certs/ca.pem"
+    /// The environment of requests whose host names none (apns-behavior.md section 8).
+    public var environment: APNSEnvironment = .sandbox
+    public var validation = ValidationSettings()
+
+    public init() {}
+}

@@ -1,0 +1,72 @@
+import APNSMock
+import APNSMockCore
+import Foundation
+import Logging
+
+/// Runs apns-mock in-process for a test: real TLS and HTTP/2 on a free port of 127.0.0.1, with
+/// test certificates generated once per process.
+///
+/// ```swift
+/// try await MockHarness.withRunningMock { mock in
+///     // point the client under test at 127.0.0.1:\(mock.apnsPort), trusting mock.caPath
+/// }
+/// ```
+public enum MockHarness {
+    /// Certificates shared by every mock a test process starts: generating a CA and keys once
+    /// keeps tests fast, and every mock trusts the same CA.
+    public static func sharedCertificates() throws -> TestCertificates {
+        try certificates.get()
+    }
+
+    private static let certificates: Result<TestCertificates, any Error> = Result {
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("apns-mock-tests-\(ProcessInfo.processInfo.processIdentifier)").path
+        let material = TestCertificates(
+            directory: directory,
+            apps: [.init(bundleID: "com.example.app", teamID: "DEMOTEAM01")],
+            tokenKeys: [.init(keyID: "DEMOKEY001", teamID: "DEMOTEAM01", path: "AuthKey_DEMOKEY001.p8")])
+        try material.ensure()
+        return material
+    }
+
+    /// Starts a mock on port 0, runs `body`, then shuts the mock down gracefully (also when
+    /// `body` throws).
+    public static func withRunningMock<T>(
+        configure: (inout ServerConfiguration) -> Void = { _ in },
+        logger: Logger = Logger(label: "apns-mock-test", factory: { _ in SwiftLogNoOpLogHandler() }),
+        _ body: (RunningMock) async throws -> T
+    ) async throws -> T {
+        let material = try sharedCertificates()
+        var configuration = ServerConfiguration()
+        configuration.port = 0
+        configuration.threads = 2
+        configuration.certificatePath = material.serverCertificatePath
+        configuration.privateKeyPath = material.serverKeyPath
+        configuration.clientCAPath = material.caPath
+        configuration.shutdownGracePeriod = .seconds(5)
+        configure(&configuration)
+        let listener = try await APNSMockServer(configuration: configuration, logger: logger).start()
+        let mock = RunningMock(listener: listener, certificates: material)
+        do {
+            let result = try await body(mock)
+            await listener.shutdown()
+            return result
+        } catch {
+            await listener.shutdown()
+            throw error
+        }
+    }
+}
+
+/// A mock started by ``MockHarness``.
+public struct RunningMock: Sendable {
+    public let listener: RunningAPNSListener
+    public let certificates: TestCertificates
+
+    /// The APNs listener's port on 127.0.0.1.
+    public var apnsPort: Int { listener.port }
+    /// The CA a client must trust to talk to this mock.
+    public var caPath: String { certificates.caPath }
+    /// `https://localhost:<port>` — `localhost` is among the server certificate's names.
+    public var baseURL: String { "https://localhost:\(apnsPort)" }
+}

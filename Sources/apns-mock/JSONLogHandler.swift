@@ -1,0 +1,44 @@
+import Foundation
+import Logging
+
+/// One JSON object per line on standard error, for log collectors:
+/// `{"ts":"…","level":"info","label":"apns-mock","message":"…", <metadata>}`.
+struct JSONLogHandler: LogHandler {
+    let label: String
+    var logLevel: Logger.Level = .info
+    var metadata: Logger.Metadata = [:]
+
+    init(label: String) {
+        self.label = label
+    }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        var object: [String: Any] = [
+            "ts": Date().formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true)),
+            "level": event.level.rawValue,
+            "label": label,
+            "message": "\(event.message)",
+        ]
+        let merged = metadata.merging(event.metadata ?? [:]) { _, new in new }
+        for (key, value) in merged where object[key] == nil {
+            object[key] = Self.plain(value)
+        }
+        guard var data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return }
+        data.append(UInt8(ascii: "\n"))
+        FileHandle.standardError.write(data)
+    }
+
+    private static func plain(_ value: Logger.MetadataValue) -> Any {
+        switch value {
+        case .string(let text): return text
+        case .stringConvertible(let convertible): return convertible.description
+        case .array(let values): return values.map(plain)
+        case .dictionary(let entries): return entries.mapValues(plain)
+        }
+    }
+}

@@ -1,0 +1,156 @@
+import APNSMock
+import APNSMockCore
+import APNSMockTesting
+import Foundation
+import NIOCore
+import Testing
+
+/// Clients that misbehave, one way per test. After each, the same server must still answer a
+/// normal request with 200.
+@Suite("Hostile and unusual clients", .timeLimit(.minutes(2)))
+struct HostileClientTests {
+    static let token = String(repeating: "ab", count: 32)
+    static let body = Array(#"{"aps":{"alert":"hello"}}"#.utf8)
+
+    /// The server still serves a well-behaved client.
+    static func expectStillServing(_ mock: RunningMock, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let response = try await Curl.send(url: "\(mock.baseURL)/3/device/\(token)", caPath: mock.caPath)
+        #expect(response.status == 200, sourceLocation: sourceLocation)
+    }
+
+    /// Whether `frames` hold a HEADERS frame answering `stream`.
+    static func hasResponse(_ frames: [H2.Frame], stream: UInt32) -> Bool {
+        frames.contains { $0.type == H2.FrameType.headers.rawValue && $0.stream == stream }
+    }
+
+    @Test func clientWithoutALPNIsServedAsH2() async throws {
+        try await MockHarness.withRunningMock { mock in
+            let client = try await RawClient.connect(port: mock.apnsPort, security: .tls(caPath: mock.caPath, alpn: []))
+            try await client.send(H2.preface + H2.settings() + H2.request(stream: 1, token: Self.token, body: Self.body))
+            let received = await client.waitUntil { Self.hasResponse(H2.parse($0), stream: 1) }
+            let response = try #require(H2.parse(received).first { $0.type == H2.FrameType.headers.rawValue && $0.stream == 1 })
+            // HPACK static table index 8 is ":status: 200".
+            #expect(response.payload.first == 0x88)
+            await client.close()
+            try await Self.expectStillServing(mock)
+        }
+    }
+
+    @Test func clientOfferingOnlyHTTP11IsRefused() async throws {
+        try await MockHarness.withRunningMock { mock in
+            let output = try await ExternalTool.run("curl", [
+                "-sS", "--http1.1", "--cacert", mock.caPath, "-d", "{}", "\(mock.baseURL)/3/device/\(Self.token)",
+            ])
+            // 35: TLS handshake failed; the server sent the no_application_protocol alert.
+            #expect(output.exitCode == 35)
+            #expect(output.stderr.contains("no application protocol"))
+
+            let client = try await RawClient.connect(port: mock.apnsPort, security: .tls(caPath: mock.caPath, alpn: ["http/1.1"]))
+            let outcome = await client.waitForClose()
+            #expect(outcome.closed)
+            #expect(outcome.error?.contains("NO_APPLICATION_PROTOCOL") == true || outcome.error?.lowercased().contains("alert") == true)
+            try await Self.expectStillServing(mock)
+        }
+    }
+
+    @Test func garbageInsteadOfAHandshakeIsClosed() async throws {
+        try await MockHarness.withRunningMock { mock in
+            let client = try await RawClient.connect(port: mock.apnsPort, security: .plaintext)
+            var generator = SystemRandomNumberGenerator()
+            try await client.send((0..<4096).map { _ in UInt8.random(in: 0...255, using: &generator) })
+            let outcome = await client.waitForClose()
+            #expect(outcome.closed)
+            try await Self.expectStillServing(mock)
+        }
+    }
+
+    @Test func plaintextHTTP11RequestIsClosed() async throws {
+        try await MockHarness.withRunningMock { mock in
+            let client = try await RawClient.connect(port: mock.apnsPort, security: .plaintext)
+            try await client.send(Array("POST /3/device/\(Self.token) HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\n\r\n{}".utf8))
+            let outcome = await client.waitForClose()
+            #expect(outcome.closed)
+            // Whatever came back is a TLS alert record (content type 21), never an HTTP answer.
+            #expect(outcome.received.first == nil || outcome.received.first == 21)
+            try await Self.expectStillServing(mock)
+        }
+    }
+
+    @Test func clientDisconnectingMidStream() async throws {
+        try await MockHarness.withRunningMock { mock in
+            for _ in 0..<3 {
+                let client = try await RawClient.connect(port: mock.apnsPort, security: .tls(caPath: mock.caPath, alpn: ["h2"]))
+                let headers = H2.headers(stream: 1, [
+                    (":method", "POST"), (":scheme", "https"), (":path", "/3/device/\(Self.token)"), (":authority", "localhost"),
+                ], endStream: false)
+                try await client.send(H2.preface + H2.settings() + headers + H2.data(stream: 1, Array(Self.body.prefix(5)), endStream: false))
+                await client.close()
+            }
+            try await Self.expectStillServing(mock)
+        }
+    }
+
+    @Test func disconnectDuringHandshake() async throws {
+        try await MockHarness.withRunningMock { mock in
+            let client = try await RawClient.connect(port: mock.apnsPort, security: .plaintext)
+            // The first bytes of a TLS 1.2 ClientHello record, then nothing.
+            try await client.send([0x16, 0x03, 0x01, 0x02, 0x00, 0x01])
+            await client.close()
+            try await Self.expectStillServing(mock)
+        }
+    }
+
+    @Test func oversizedHeaderListResetsOnlyThatStream() async throws {
+        try await MockHarness.withRunningMock { mock in
+            let client = try await RawClient.connect(port: mock.apnsPort, security: .tls(caPath: mock.caPath, alpn: ["h2"]))
+            let huge = H2.request(stream: 1, token: Self.token, extra: [("x-filler", String(repeating: "x", count: 9000))], body: Self.body)
+            let normal = H2.request(stream: 3, token: Self.token, body: Self.body)
+            try await client.send(H2.preface + H2.settings() + huge + normal)
+            let received = await client.waitUntil { Self.hasResponse(H2.parse($0), stream: 3) }
+            let frames = H2.parse(received)
+            #expect(frames.contains { $0.type == H2.FrameType.rstStream.rawValue && $0.stream == 1 })
+            #expect(!Self.hasResponse(frames, stream: 1))
+            #expect(Self.hasResponse(frames, stream: 3))
+            await client.close()
+            try await Self.expectStillServing(mock)
+        }
+    }
+
+    @Test func protocolViolationGetsGoAwayAndClose() async throws {
+        try await MockHarness.withRunningMock { mock in
+            let client = try await RawClient.connect(port: mock.apnsPort, security: .tls(caPath: mock.caPath, alpn: ["h2"]))
+            // DATA on stream 0 is a connection error (PROTOCOL_ERROR).
+            try await client.send(H2.preface + H2.settings() + H2.frame(.data, stream: 0, payload: [1, 2, 3]))
+            let outcome = await client.waitForClose()
+            #expect(outcome.closed)
+            let goaway = H2.parse(outcome.received).compactMap(\.goaway).first
+            #expect(goaway?.errorCode == 1)
+            try await Self.expectStillServing(mock)
+        }
+    }
+
+    @Test func badClientPrefaceIsClosed() async throws {
+        try await MockHarness.withRunningMock { mock in
+            let client = try await RawClient.connect(port: mock.apnsPort, security: .tls(caPath: mock.caPath, alpn: ["h2"]))
+            try await client.send(Array("GET / HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8))
+            let outcome = await client.waitForClose()
+            #expect(outcome.closed)
+            try await Self.expectStillServing(mock)
+        }
+    }
+
+    @Test func errorsDoNotEndTheConnection() async throws {
+        try await MockHarness.withRunningMock { mock in
+            let client = try await RawClient.connect(port: mock.apnsPort, security: .tls(caPath: mock.caPath, alpn: ["h2"]))
+            let bad = H2.request(stream: 1, token: "zz", body: Self.body)
+            let good = H2.request(stream: 3, token: Self.token, body: Self.body)
+            try await client.send(H2.preface + H2.settings() + bad + good)
+            let received = await client.waitUntil { Self.hasResponse(H2.parse($0), stream: 3) }
+            let frames = H2.parse(received)
+            #expect(Self.hasResponse(frames, stream: 1))
+            #expect(Self.hasResponse(frames, stream: 3))
+            #expect(!frames.contains { $0.type == H2.FrameType.goaway.rawValue })
+            await client.close()
+        }
+    }
+}

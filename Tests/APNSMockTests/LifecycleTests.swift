@@ -1,0 +1,61 @@
+import APNSMock
+import APNSMockCore
+import APNSMockTesting
+import Foundation
+import NIOCore
+import Testing
+
+@Suite("Connection lifecycle: idle timeout, graceful shutdown", .timeLimit(.minutes(2)))
+struct LifecycleTests {
+    static let token = String(repeating: "ab", count: 32)
+    static let body = Array(#"{"aps":{"alert":"hello"}}"#.utf8)
+
+    @Test func idleConnectionGetsGoAwayIdleTimeout() async throws {
+        try await MockHarness.withRunningMock(configure: { $0.idleTimeout = .milliseconds(300) }) { mock in
+            let client = try await RawClient.connect(port: mock.apnsPort, security: .tls(caPath: mock.caPath, alpn: ["h2"]))
+            try await client.send(H2.preface + H2.settings())
+            let outcome = await client.waitForClose()
+            #expect(outcome.closed)
+            let goaway = try #require(H2.parse(outcome.received).compactMap(\.goaway).first)
+            #expect(goaway.errorCode == 0)
+            #expect(goaway.debug == #"{"reason":"IdleTimeout"}"#)
+        }
+    }
+
+    @Test func shutdownSendsGoAwayAndFinishesInFlightRequests() async throws {
+        try await MockHarness.withRunningMock { mock in
+            let client = try await RawClient.connect(port: mock.apnsPort, security: .tls(caPath: mock.caPath, alpn: ["h2"]))
+            let headers = H2.headers(stream: 1, [
+                (":method", "POST"), (":scheme", "https"), (":path", "/3/device/\(Self.token)"), (":authority", "localhost"),
+            ], endStream: false)
+            try await client.send(H2.preface + H2.settings() + headers)
+            // Make sure the server has the stream before shutting down.
+            _ = await client.waitUntil { H2.parse($0).contains { $0.type == H2.FrameType.settings.rawValue } }
+            try await Task.sleep(for: .milliseconds(100))
+
+            async let stopped: Void = mock.listener.shutdown()
+            let beforeFinish = await client.waitUntil { bytes in H2.parse(bytes).contains { $0.goaway != nil } }
+            let goaway = try #require(H2.parse(beforeFinish).compactMap(\.goaway).first)
+            #expect(goaway.errorCode == 0)
+            #expect(goaway.debug == #"{"reason":"Shutdown"}"#)
+            #expect(goaway.lastStream == 1)
+
+            // The in-flight request still gets its answer after GOAWAY.
+            try await client.send(H2.data(stream: 1, Self.body, endStream: true))
+            let outcome = await client.waitForClose()
+            #expect(outcome.closed)
+            let response = H2.parse(outcome.received).first { $0.type == H2.FrameType.headers.rawValue && $0.stream == 1 }
+            #expect(response?.payload.first == 0x88)
+            await stopped
+            #expect(mock.listener.openConnections == 0)
+        }
+    }
+
+    @Test func handshakeThatNeverCompletesIsClosed() async throws {
+        try await MockHarness.withRunningMock(configure: { $0.handshakeTimeout = .milliseconds(300) }) { mock in
+            let client = try await RawClient.connect(port: mock.apnsPort, security: .plaintext)
+            let outcome = await client.waitForClose(timeout: .seconds(5))
+            #expect(outcome.closed)
+        }
+    }
+}

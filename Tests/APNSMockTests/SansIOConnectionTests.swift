@@ -1,0 +1,40 @@
+@testable import APNSMock
+import APNSMockCore
+import APNSMockTesting
+import Logging
+import NIOCore
+import Testing
+
+/// ``APNSConnection`` driven with bytes alone, no sockets.
+@Suite("Sans-I/O connection")
+struct SansIOConnectionTests {
+    func makeConnection() throws -> APNSConnection {
+        let material = try MockHarness.sharedCertificates()
+        let context = try TLSContext(
+            certificateChainPath: material.serverCertificatePath, privateKeyPath: material.serverKeyPath,
+            clientCAPath: material.caPath)
+        let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+        let responder = Responder(validator: Validator(), defaultEnvironment: .sandbox, logger: logger)
+        return try APNSConnection(id: 1, tlsContext: context, settings: HTTP2Settings(), responder: responder, logger: logger)
+    }
+
+    @Test func malformedHandshakeRecordEndsTheConnectionWithAnAlert() throws {
+        let connection = try makeConnection()
+        // A TLS handshake record whose message is of an unknown type.
+        let garbage: [UInt8] = [0x16, 0x03, 0x01, 0x00, 0x05, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]
+        garbage.withUnsafeBytes { connection.receive($0) }
+        #expect(connection.isFinished)
+        var output = ByteBuffer()
+        connection.produceOutput(into: &output, budget: 1 << 16)
+        // A TLS alert record: content type 21.
+        #expect(output.readableBytesView.first == 21)
+    }
+
+    @Test func partialClientHelloWaitsForMore() throws {
+        let connection = try makeConnection()
+        let partial: [UInt8] = [0x16, 0x03, 0x01, 0x00, 0x80]
+        partial.withUnsafeBytes { connection.receive($0) }
+        #expect(!connection.isFinished)
+        #expect(!connection.isHandshakeComplete)
+    }
+}

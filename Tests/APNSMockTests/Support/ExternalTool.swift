@@ -1,0 +1,112 @@
+import Foundation
+
+/// Runs a command-line client (curl, nghttp, h2load, openssl…) and collects what it printed.
+struct ExternalTool {
+    struct Output: Sendable {
+        var exitCode: Int32
+        var stdout: Data
+        var stderr: String
+        var text: String { String(decoding: stdout, as: UTF8.self) }
+    }
+
+    /// Runs `executable` (looked up on PATH) with `arguments`, killing it after `timeout` seconds.
+    static func run(_ executable: String, _ arguments: [String], stdin: Data? = nil, timeout: Double = 30) async throws -> Output {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [executable] + arguments
+        let out = Pipe()
+        let err = Pipe()
+        let input = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = stdin == nil ? FileHandle.nullDevice : input
+        let exited = AsyncStream<Int32>.makeStream()
+        process.terminationHandler = { finished in
+            exited.continuation.yield(finished.terminationStatus)
+            exited.continuation.finish()
+        }
+        try process.run()
+        if let stdin {
+            input.fileHandleForWriting.write(stdin)
+            try? input.fileHandleForWriting.close()
+        }
+        // Drain both pipes concurrently so a chatty tool cannot block on a full pipe.
+        async let stdoutData = Task.detached { out.fileHandleForReading.readDataToEndOfFile() }.value
+        async let stderrData = Task.detached { err.fileHandleForReading.readDataToEndOfFile() }.value
+        let watchdog = Task.detached {
+            try await Task.sleep(for: .seconds(timeout))
+            if process.isRunning { process.terminate() }
+        }
+        var code: Int32 = -1
+        for await status in exited.stream { code = status }
+        watchdog.cancel()
+        return Output(exitCode: code, stdout: await stdoutData, stderr: String(decoding: await stderrData, as: UTF8.self))
+    }
+}
+
+/// One HTTP response as curl reported it, with the APNs error body decoded.
+struct CurlResponse: Sendable {
+    var status: Int
+    var httpVersion: String
+    var headers: [String: String]
+    var body: Data
+
+    struct ErrorBody: Decodable, Equatable {
+        var reason: String
+        var timestamp: Int64?
+    }
+
+    /// The decoded `{"reason":…}` body, or nil when the body is empty or not that JSON.
+    var error: ErrorBody? { try? JSONDecoder().decode(ErrorBody.self, from: body) }
+    var reason: String? { error?.reason }
+}
+
+enum Curl {
+    /// Sends one request with curl over HTTP/2 and TLS, trusting `caPath`.
+    static func send(
+        url: String, caPath: String, method: String = "POST", headers: [String: String] = [:],
+        body: Data? = Data(#"{"aps":{"alert":"hello"}}"#.utf8), extra: [String] = []
+    ) async throws -> CurlResponse {
+        var arguments = ["-sS", "--http2", "--cacert", caPath, "-i", "-X", method, "--max-time", "20"]
+        for (name, value) in headers.sorted(by: { $0.key < $1.key }) {
+            arguments += ["-H", "\(name): \(value)"]
+        }
+        if body != nil {
+            arguments += ["--data-binary", "@-"]
+        }
+        arguments += extra
+        arguments.append(url)
+        let output = try await ExternalTool.run("curl", arguments, stdin: body)
+        guard output.exitCode == 0 else {
+            throw CurlFailure(exitCode: output.exitCode, stderr: output.stderr)
+        }
+        return try parse(output.stdout)
+    }
+
+    struct CurlFailure: Error, CustomStringConvertible {
+        var exitCode: Int32
+        var stderr: String
+        var description: String { "curl exited \(exitCode): \(stderr)" }
+    }
+
+    static func parse(_ data: Data) throws -> CurlResponse {
+        let separator = Data("\r\n\r\n".utf8)
+        guard let range = data.range(of: separator) else {
+            throw CurlFailure(exitCode: 0, stderr: "no header block in curl output")
+        }
+        let head = String(decoding: data[..<range.lowerBound], as: UTF8.self)
+        var lines = head.components(separatedBy: "\r\n")
+        let statusLine = lines.removeFirst().split(separator: " ")
+        guard statusLine.count >= 2, let status = Int(statusLine[1]) else {
+            throw CurlFailure(exitCode: 0, stderr: "bad status line in curl output")
+        }
+        var headers: [String: String] = [:]
+        for line in lines {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        return CurlResponse(
+            status: status, httpVersion: String(statusLine[0]), headers: headers,
+            body: Data(data[range.upperBound...]))
+    }
+}
