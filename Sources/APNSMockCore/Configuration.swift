@@ -180,7 +180,7 @@ public struct Configuration: Sendable, Equatable {
 
     /// What a request may push to while the server does not know (or does not yet check) who sent
     /// it: every configured app under the `teams` policy, anything under `any`. Authentication
-    /// narrows this to the sender's key or certificate.
+    /// narrows this to the sender's key or certificate. Built on each call: keep the result.
     public var allowedTopics: AllowedTopics {
         switch validation.topicPolicy {
         case .teams: return .bundleIDs(appBundleIDs)

@@ -152,7 +152,9 @@ public enum AllowedTopics: Sendable, Equatable {
         case .any:
             return true
         case .bundleIDs(let bundles):
-            return bundles.contains(String(bundleID))
+            // Most topics are their own bundle ID (alert, background): look the topic up as it is
+            // rather than copying the slice into a new string.
+            return bundles.contains(bundleID.utf8.count == topic.utf8.count ? topic : String(bundleID))
         case .topics(let topics):
             return topics.contains(topic)
         }

@@ -58,7 +58,7 @@ public enum PushType: String, CaseIterable, Sendable, Codable {
     }
 
     /// The largest payload limit over every type: bytes beyond it can never be accepted.
-    public static let largestPayloadLimit = 5120
+    public static let largestPayloadLimit = allCases.reduce(0) { max($0, $1.payloadLimit) }
 
     /// The `apns-priority` values this type accepts; any other value is 400 BadPriority.
     ///

@@ -86,6 +86,18 @@ public struct AcceptedPush: Sendable, Equatable {
 public enum Decision: Sendable, Equatable {
     case accepted(AcceptedPush)
     case rejected(Rejection)
+
+    /// The accepted push, if the request was accepted.
+    public var acceptedPush: AcceptedPush? {
+        if case .accepted(let push) = self { return push }
+        return nil
+    }
+
+    /// The rejection, if the request was rejected.
+    public var rejection: Rejection? {
+        if case .rejected(let rejection) = self { return rejection }
+        return nil
+    }
 }
 
 /// Which spelling of the 403 reason for a key restricted to the other environment goes on the wire.
@@ -162,6 +174,10 @@ public enum ValidationStep: String, CaseIterable, Sendable {
     case strictLint
     case deviceRegistry
 
+    /// `allCases`, computed once: the synthesized property builds a new array on every call, and
+    /// validation walks the order for every request.
+    public static let order: [ValidationStep] = allCases
+
     /// The reasons this step can answer with.
     public var reasons: [Reason] {
         switch self {
@@ -202,7 +218,7 @@ public struct Validator: Sendable {
 
     public func validate(_ request: PushRequest, context: RequestContext) -> Decision {
         var draft = Draft()
-        for step in ValidationStep.allCases {
+        for step in ValidationStep.order {
             if let rejection = check(step, request, context, &draft) {
                 return .rejected(rejection)
             }

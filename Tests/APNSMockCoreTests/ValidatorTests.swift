@@ -68,18 +68,6 @@ struct Scenario {
     }
 }
 
-extension Decision {
-    var rejection: Rejection? {
-        if case .rejected(let rejection) = self { return rejection }
-        return nil
-    }
-
-    var accepted: AcceptedPush? {
-        if case .accepted(let push) = self { return push }
-        return nil
-    }
-}
-
 private let hex64 = String(repeating: "0123456789abcdef", count: 4)
 
 let validationRows: [ValidationRow] = [
@@ -343,7 +331,7 @@ func validation(row: ValidationRow) throws {
         #expect(rejection.status == expected.status)
         #expect(rejection.wireReason == expected.rawValue)
     } else {
-        #expect(decision.accepted != nil, "expected acceptance, got \(decision)")
+        #expect(decision.acceptedPush != nil, "expected acceptance, got \(decision)")
     }
 }
 
@@ -362,7 +350,7 @@ func validation(row: ValidationRow) throws {
 @Test func acceptedPushCarriesTheInterpretedRequest() throws {
     var scenario = Scenario.baseline()
     scenario.request.expiration = "1900000000"
-    let push = try #require(scenario.decision().accepted)
+    let push = try #require(scenario.decision().acceptedPush)
     #expect(push.token == Scenario.token)
     #expect(push.topic == "com.example.app")
     #expect(push.pushType == .alert)
@@ -381,7 +369,7 @@ func validation(row: ValidationRow) throws {
     scenario.request.apnsID = nil
     scenario.request.expiration = nil
     scenario.request.collapseID = nil
-    let push = try #require(scenario.decision().accepted)
+    let push = try #require(scenario.decision().acceptedPush)
     #expect(push.pushType == .alert)
     #expect(push.priority == 10)
     #expect(push.apnsId == nil)
@@ -392,14 +380,14 @@ func validation(row: ValidationRow) throws {
     background.request.pushType = "background"
     background.request.priority = nil
     background.setBody(#"{"aps":{"content-available":1}}"#)
-    #expect(try #require(background.decision().accepted).priority == 5)
+    #expect(try #require(background.decision().acceptedPush).priority == 5)
 }
 
 @Test func certificateTopicStandsInForAMissingHeader() throws {
     var scenario = Scenario.baseline()
     scenario.request.topic = nil
     scenario.context.certificateTopic = "com.example.app"
-    #expect(try #require(scenario.decision().accepted).topic == "com.example.app")
+    #expect(try #require(scenario.decision().acceptedPush).topic == "com.example.app")
 }
 
 @Test func unregisteredCarriesTheTimestampInMilliseconds() throws {
@@ -428,7 +416,7 @@ func validation(row: ValidationRow) throws {
 @Test func lintIsAttachedToAcceptedPushesAndAvailableForRejectedOnes() throws {
     var scenario = Scenario.baseline()
     scenario.setBody(#"{"aps":{"alert":"hi","colour":"red"}}"#)
-    let push = try #require(scenario.decision().accepted)
+    let push = try #require(scenario.decision().acceptedPush)
     #expect(push.lint.map(\.code) == [.unknownAPSKey])
 
     scenario.request.method = "GET"
@@ -451,7 +439,7 @@ func pushTypeWithItsTopic(type: PushType) throws {
     scenario.request.topic = type.topicIsBundleBased
         ? "com.example.app" + type.topicSuffix
         : "com.apple.mgmt.External.3c5e0d6a-0b4f-4f8e-9a8c-1d2e3f4a5b6c"
-    let push = try #require(scenario.decision().accepted, "\(scenario.decision())")
+    let push = try #require(scenario.decision().acceptedPush, "\(scenario.decision())")
     #expect(push.pushType == type)
 }
 
