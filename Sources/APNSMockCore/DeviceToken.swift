@@ -15,7 +15,7 @@ public enum DeviceToken {
         } else {
             guard count > 0, count <= maximumLength, count % 2 == 0 else { return false }
         }
-        return token.allSatisfy(\.isHexDigit)
+        return token.allSatisfy { $0.isHexDigit }
     }
 
     /// The token's canonical spelling: lowercase hex.

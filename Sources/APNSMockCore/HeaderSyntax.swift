@@ -8,18 +8,18 @@ public enum HeaderSyntax {
     /// of 8-4-4-4-12 separated by hyphens, either case. Braces, URNs and missing hyphens, which some
     /// UUID parsers tolerate, are BadMessageId for APNs.
     public static func isCanonicalUUID(_ value: String) -> Bool {
-        var count = 0
-        for byte in value.utf8 {
-            switch count {
-            case 8, 13, 18, 23:
-                guard byte == UInt8(ascii: "-") else { return false }
-            default:
-                guard byte.isHexDigit else { return false }
+        value.withUTF8Bytes { bytes in
+            guard bytes.count == 36 else { return false }
+            for (offset, byte) in bytes.enumerated() {
+                switch offset {
+                case 8, 13, 18, 23:
+                    guard byte == UInt8(ascii: "-") else { return false }
+                default:
+                    guard byte.isHexDigit else { return false }
+                }
             }
-            count += 1
-            if count > 36 { return false }
+            return true
         }
-        return count == 36
     }
 
     /// The `apns-priority` value, if it is exactly one of Apple's three (`10`, `5`, `1`). Anything
@@ -36,9 +36,13 @@ public enum HeaderSyntax {
     /// The `apns-expiration` value as UNIX seconds, if it is a non-empty run of decimal digits that
     /// fits in 64 bits. Signs, spaces, fractions and dates in other notations are BadExpirationDate.
     public static func expiration(_ value: String) -> Int64? {
+        value.withUTF8Bytes(expiration(bytes:))
+    }
+
+    private static func expiration(bytes: UnsafeBufferPointer<UInt8>) -> Int64? {
         var result: Int64 = 0
         var sawDigit = false
-        for byte in value.utf8 {
+        for byte in bytes {
             guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
             let (shifted, overflow1) = result.multipliedReportingOverflow(by: 10)
             let (next, overflow2) = shifted.addingReportingOverflow(Int64(byte - UInt8(ascii: "0")))
@@ -49,6 +53,30 @@ public enum HeaderSyntax {
         return sawDigit ? result : nil
     }
 
+    /// Where `:path` points: the device token of `/3/device/<token>`, or what is wrong with it.
+    public enum DevicePath: Sendable, Equatable {
+        case token(String)
+        /// `/3/device/` with nothing after it.
+        case missingToken
+        /// Any other path, including a token followed by another segment.
+        case badPath
+    }
+
+    /// Reads `:path` in one pass over its bytes.
+    public static func devicePath(_ path: String) -> DevicePath {
+        path.withUTF8Bytes { bytes in
+            let prefixLength = devicePathPrefix.utf8CodeUnitCount
+            guard bytes.count >= prefixLength,
+                  memoryEqual(bytes.baseAddress, devicePathPrefix.utf8Start, prefixLength) else { return .badPath }
+            let token = UnsafeBufferPointer(rebasing: bytes[prefixLength...])
+            if token.isEmpty { return .missingToken }
+            if token.contains(UInt8(ascii: "/")) { return .badPath }
+            return .token(String(decoding: token, as: UTF8.self))
+        }
+    }
+
+    private static let devicePathPrefix: StaticString = "/3/device/"
+
     /// Longest `apns-topic` the mock accepts as well formed.
     public static let maximumTopicLength = 255
 
@@ -58,12 +86,14 @@ public enum HeaderSyntax {
     /// topic is 1–255 bytes of ASCII letters, digits, `-`, `.` and `_` (underscore tolerated because
     /// older bundle IDs and MDM topics carry it), made of non-empty dot-separated labels (no leading
     /// or trailing dot, no `..`). Whitespace, control characters and non-ASCII bytes are malformed.
-    public static func isWellFormedTopic(_ topic: some StringProtocol) -> Bool {
-        var length = 0
+    public static func isWellFormedTopic(_ topic: String) -> Bool {
+        topic.withUTF8Bytes(isWellFormedTopic(bytes:))
+    }
+
+    private static func isWellFormedTopic(bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard bytes.count <= maximumTopicLength else { return false }
         var previousWasDot = true  // a leading dot is an empty first label
-        for byte in topic.utf8 {
-            length += 1
-            if length > maximumTopicLength { return false }
+        for byte in bytes {
             if byte == UInt8(ascii: ".") {
                 if previousWasDot { return false }
                 previousWasDot = true
@@ -78,7 +108,7 @@ public enum HeaderSyntax {
                 return false
             }
         }
-        return length > 0 && !previousWasDot
+        return !bytes.isEmpty && !previousWasDot
     }
 
     /// Longest `apns-collapse-id` in bytes; one more is BadCollapseId.
@@ -101,4 +131,25 @@ extension UInt8 {
     var isUppercaseHexLetter: Bool {
         self >= UInt8(ascii: "A") && self <= UInt8(ascii: "F")
     }
+}
+
+extension String {
+    /// Runs `body` over the string's UTF-8 bytes. Native strings are contiguous, so this normally
+    /// borrows the storage; anything else is made contiguous in a copy first.
+    func withUTF8Bytes<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+        if let result = utf8.withContiguousStorageIfAvailable(body) {
+            return result
+        }
+        var copy = self
+        return copy.withUTF8(body)
+    }
+}
+
+/// Whether `count` bytes at `a` and `b` are equal (`a` may be `nil` only when `count` is 0).
+func memoryEqual(_ a: UnsafePointer<UInt8>?, _ b: UnsafePointer<UInt8>, _ count: Int) -> Bool {
+    guard let a else { return count == 0 }
+    for offset in 0..<count where a[offset] != b[offset] {
+        return false
+    }
+    return true
 }

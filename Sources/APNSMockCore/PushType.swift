@@ -34,7 +34,10 @@ public enum PushType: String, CaseIterable, Sendable, Codable {
     ///
     /// `mdm` also returns empty, but its topic is not a bundle ID at all: it is the UID of the MDM
     /// push certificate, which the mock cannot predict, so ``topicIsBundleBased`` is false for it.
-    public var topicSuffix: String {
+    public var topicSuffix: String { topicSuffixLiteral.description }
+
+    /// ``topicSuffix`` as static bytes, for comparing against a topic without allocating.
+    var topicSuffixLiteral: StaticString {
         switch self {
         case .alert, .background, .mdm: return ""
         case .location: return ".location-query"
@@ -107,25 +110,29 @@ public enum PushType: String, CaseIterable, Sendable, Codable {
     /// (alert, background) refuse a topic that ends in another type's suffix, because Apple was
     /// observed to answer InvalidPushType for an alert sent to `com.x.voip`. For `mdm` the whole
     /// topic is returned: it names the certificate, not an app.
-    public func bundleID(inTopic topic: Substring) -> Substring? {
-        guard topicIsBundleBased else { return topic }
-        let suffix = topicSuffix
-        if suffix.isEmpty {
-            let endsInOtherSuffix = PushType.suffixedTypes.contains { other in
-                topic.utf8.hasSuffix(other.topicSuffix.utf8)
-            }
-            return endsInOtherSuffix ? nil : topic
-        }
-        let suffixLength = suffix.utf8.count
-        guard topic.utf8.count > suffixLength, topic.utf8.hasSuffix(suffix.utf8) else {
-            return nil
-        }
+    public func bundleID(inTopic topic: String) -> Substring? {
+        guard let length = bundleIDLength(inTopic: topic) else { return nil }
         // Suffixes are ASCII, so cutting at a UTF-8 offset lands on a character boundary.
-        return topic[..<topic.utf8.index(topic.utf8.endIndex, offsetBy: -suffixLength)]
+        return topic[..<topic.utf8.index(topic.utf8.startIndex, offsetBy: length)]
+    }
+
+    /// The length in bytes of the bundle ID that starts `topic` (see ``bundleID(inTopic:)``),
+    /// found by comparing bytes.
+    func bundleIDLength(inTopic topic: String) -> Int? {
+        guard topicIsBundleBased else { return topic.utf8.count }
+        return topic.withUTF8Bytes { bytes in
+            let suffix = topicSuffixLiteral
+            if suffix.utf8CodeUnitCount == 0 {
+                let endsInOtherSuffix = PushType.suffixedTypes.contains { bytes.hasSuffix($0.topicSuffixLiteral) }
+                return endsInOtherSuffix ? nil : bytes.count
+            }
+            guard bytes.count > suffix.utf8CodeUnitCount, bytes.hasSuffix(suffix) else { return nil }
+            return bytes.count - suffix.utf8CodeUnitCount
+        }
     }
 
     /// Types whose topic carries a suffix.
-    static let suffixedTypes: [PushType] = PushType.allCases.filter { !$0.topicSuffix.isEmpty }
+    static let suffixedTypes: [PushType] = PushType.allCases.filter { $0.topicSuffixLiteral.utf8CodeUnitCount > 0 }
 }
 
 /// Which kind of provider authentication a push type allows.
@@ -150,12 +157,11 @@ public enum AuthenticationMethod: String, Sendable, Codable {
     case certificate
 }
 
-extension Collection where Element: Equatable {
-    /// Whether the collection ends with `suffix`, compared element by element without allocating.
-    func hasSuffix<S: Collection<Element>>(_ suffix: S) -> Bool {
-        let count = self.count
-        let suffixCount = suffix.count
-        guard suffixCount <= count else { return false }
-        return self.dropFirst(count - suffixCount).elementsEqual(suffix)
+extension UnsafeBufferPointer<UInt8> {
+    /// Whether the bytes end with `suffix`.
+    func hasSuffix(_ suffix: StaticString) -> Bool {
+        let count = suffix.utf8CodeUnitCount
+        guard count <= self.count, let base = baseAddress else { return count == 0 }
+        return memoryEqual(base + (self.count - count), suffix.utf8Start, count)
     }
 }

@@ -270,21 +270,20 @@ public struct Validator: Sendable {
             return request.method == "POST" ? nil : Rejection(.methodNotAllowed)
 
         case .path:
-            guard let path = request.path, path.utf8.starts(with: Self.devicePathPrefix) else {
-                return Rejection(.badPath)
-            }
-            let token = path.utf8.dropFirst(Self.devicePathPrefix.count)
-            if token.isEmpty {
+            guard let path = request.path else { return Rejection(.badPath) }
+            switch HeaderSyntax.devicePath(path) {
+            case .token(let token):
+                draft.token = token
+                return nil
+            case .missingToken:
                 return Rejection(.missingDeviceToken)
-            }
-            if token.contains(UInt8(ascii: "/")) {
+            case .badPath:
                 return Rejection(.badPath)
             }
-            draft.token = String(Substring(token))
-            return nil
 
         case .deviceTokenFormat:
-            return DeviceToken.isWellFormed(draft.token.utf8, strict: settings.strictDeviceTokens)
+            let strict = settings.strictDeviceTokens
+            return draft.token.withUTF8Bytes { DeviceToken.isWellFormed($0, strict: strict) }
                 ? nil : Rejection(.badDeviceToken)
 
         case .duplicateHeaders:
@@ -323,7 +322,7 @@ public struct Validator: Sendable {
             return nil
 
         case .topicFitsPushType:
-            guard let bundleID = draft.pushType.bundleID(inTopic: Substring(draft.topic)) else {
+            guard let bundleID = draft.pushType.bundleID(inTopic: draft.topic) else {
                 return Rejection(.invalidPushType)
             }
             draft.bundleID = bundleID
@@ -361,6 +360,4 @@ public struct Validator: Sendable {
                 token: draft.token, bundleID: draft.bundleID, environment: context.environment)
         }
     }
-
-    static let devicePathPrefix = Array("/3/device/".utf8)
 }

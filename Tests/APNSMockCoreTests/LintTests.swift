@@ -87,3 +87,27 @@ func lint(row: LintRow) {
     #expect(findings.map(\.code) == [.duplicateKey])
     #expect(findings.first?.message.contains("aps.alert.title") == true)
 }
+
+@Test func escapedKeysAreReadByValue() {
+    let escapedAlert = Lint.findings(payload: Array(#"{"aps":{"\u0061lert":"x"}}"#.utf8), pushType: .alert)
+    #expect(escapedAlert.isEmpty, "\(escapedAlert.map(\.message))")
+    let escapedDuplicate = Lint.findings(payload: Array(#"{"aps":{"alert":"x"},"k":1,"\u006b":2}"#.utf8), pushType: .alert)
+    #expect(escapedDuplicate.map(\.code) == [.duplicateKey])
+}
+
+@Test func duplicateKeyPathsThroughArrays() {
+    let findings = Lint.findings(
+        payload: Array(#"{"aps":{"alert":"x"},"items":[1,{"k":1,"k":2}]}"#.utf8), pushType: .alert)
+    #expect(findings.map(\.code) == [.duplicateKey])
+    #expect(findings.first?.message.contains("\"items[1].k\"") == true, "\(findings.map(\.message))")
+}
+
+@Test func duplicatesInLargeObjectsAreFoundToo() {
+    var members = (0..<40).map { #""key\#($0)":\#($0)"# }
+    members.append(#""key7":0"#)
+    members.append(#""key7":1"#)
+    let payload = #"{"aps":{"alert":"x"},"big":{"# + members.joined(separator: ",") + "}}"
+    let findings = Lint.findings(payload: Array(payload.utf8), pushType: .alert)
+    #expect(findings.map(\.code) == [.duplicateKey])
+    #expect(findings.first?.message.contains("big.key7") == true)
+}
