@@ -183,6 +183,11 @@ struct Field<Node: DocumentNode> {
             guard allowed.contains(key) else {
                 throw field.error(.unknownField, "unknown field; expected one of \(allowed.joined(separator: ", "))")
             }
+            // YAML refuses repeated keys while parsing; JSON allows them, so check here too rather
+            // than let the last one win silently.
+            guard fields[key] == nil else {
+                throw field.error(.duplicate, "given more than once")
+            }
             fields[key] = field
         }
         return Mapping(owner: self, fields: fields)

@@ -268,6 +268,12 @@ func configurationError(row: ConfigurationErrorRow) throws {
     #expect(wrongType.field == "delayMs")
     #expect(wrongType.kind == .wrongType)
 
+    let repeated = try #require(throws: ConfigurationError.self) {
+        try FaultRule.decode(json: JSONValue.parse(#"{"action":"close","action":"reset"}"#))
+    }
+    #expect(repeated.field == "action")
+    #expect(repeated.kind == .duplicate)
+
     let device = try DeviceEntry.decode(json: JSONValue.parse(#"{"token":"ABCD","topic":"com.example.app","environment":"production"}"#))
     #expect(device == DeviceEntry(token: "abcd", topic: "com.example.app", environment: .production))
     let badDevice = try #require(throws: ConfigurationError.self) {
