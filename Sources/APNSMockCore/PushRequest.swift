@@ -23,8 +23,9 @@ public struct PushRequest: Sendable {
     public var body: [UInt8] = []
     public var bodyLength: Int = 0
 
-    /// Bytes of body kept; anything longer is over every payload limit and is only counted.
-    public static let bodyLimit = 5120 + 1
+    /// Bytes of body kept; anything longer is over every payload limit and is only counted. One byte
+    /// past the largest limit, so that the lint of a just-too-large payload still sees all of it.
+    public static let bodyLimit = PushType.largestPayloadLimit + 1
 
     public init() {}
 

@@ -1,21 +1,84 @@
-/// What the validator needs to know about a request besides its headers and body.
+/// What the validator needs to know about a request besides its headers and body: facts the server
+/// learned from the connection and state it keeps (the device registry), handed in so that
+/// validation itself stays pure.
 public struct RequestContext: Sendable {
     /// The environment the client addressed (from SNI / `:authority`, else the server default).
     public var environment: APNSEnvironment
+    /// The topics the sender may push to: filled from its key or certificate once authentication
+    /// exists, until then from the configuration (``Configuration/allowedTopics``). A topic outside
+    /// it is TopicDisallowed. Defaults to ``AllowedTopics/any``.
+    public var allowedTopics: AllowedTopics
+    /// The topic of a single-topic client certificate. APNs uses it when the request has no
+    /// `apns-topic`; without it (token auth, multi-topic certificate) a missing topic is MissingTopic.
+    public var certificateTopic: String?
+    /// The authenticator's refusal of this request's credentials (MissingProviderToken,
+    /// InvalidProviderToken, ExpiredProviderToken, BadCertificate, …), or `nil` when they were
+    /// accepted or not checked. Authentication is stateful (connection binding, verified-token
+    /// cache), so the server decides it; the validator reports it at its place in the order
+    /// (``ValidationStep/authentication``), so that earlier reasons still win.
+    public var authenticationFailure: Rejection?
+    /// The current device registry (a copy-on-write snapshot; see ``DeviceRegistry``).
+    public var devices: DeviceRegistry
 
-    public init(environment: APNSEnvironment) {
+    public init(
+        environment: APNSEnvironment,
+        allowedTopics: AllowedTopics = .any,
+        certificateTopic: String? = nil,
+        authenticationFailure: Rejection? = nil,
+        devices: DeviceRegistry = DeviceRegistry()
+    ) {
         self.environment = environment
+        self.allowedTopics = allowedTopics
+        self.certificateTopic = certificateTopic
+        self.authenticationFailure = authenticationFailure
+        self.devices = devices
     }
 }
 
-/// A request that passed every check, with its headers interpreted.
+/// A request that passed every check, with its headers interpreted: what gets delivered and
+/// recorded.
 public struct AcceptedPush: Sendable, Equatable {
+    /// The device token as it appeared in the path (either case); ``DeviceToken/canonical(_:)``
+    /// gives the spelling to compare by.
     public var token: String
-    public var topic: String?
+    /// `apns-topic`, or the single-topic certificate's topic when the header was absent.
+    public var topic: String
+    /// `apns-push-type`, or ``PushType/default`` when the header was absent.
+    public var pushType: PushType
+    /// `apns-priority`, or the push type's ``PushType/defaultPriority`` when absent.
+    public var priority: Int
+    /// `apns-expiration` in UNIX seconds; `nil` when absent (0 means "deliver once, do not store").
+    public var expiration: Int64?
+    public var collapseId: String?
+    /// `apns-id` as sent, or `nil` when the server must generate one (uppercase).
+    public var apnsId: String?
+    /// Lint findings on the payload; never a reason to reject here (strict lint rejects earlier).
+    public var lint: [LintFinding]
 
-    public init(token: String, topic: String?) {
+    public init(
+        token: String,
+        topic: String,
+        pushType: PushType = .default,
+        priority: Int = 10,
+        expiration: Int64? = nil,
+        collapseId: String? = nil,
+        apnsId: String? = nil,
+        lint: [LintFinding] = []
+    ) {
         self.token = token
         self.topic = topic
+        self.pushType = pushType
+        self.priority = priority
+        self.expiration = expiration
+        self.collapseId = collapseId
+        self.apnsId = apnsId
+        self.lint = lint
+    }
+
+    /// Whether the payload parsed as JSON, i.e. whether a record can embed it as JSON rather than
+    /// as a string.
+    public var payloadIsJSON: Bool {
+        !lint.contains { $0.code == .invalidJSON }
     }
 }
 
@@ -23,23 +86,129 @@ public struct AcceptedPush: Sendable, Equatable {
 public enum Decision: Sendable, Equatable {
     case accepted(AcceptedPush)
     case rejected(Rejection)
+
+    /// The accepted push, if the request was accepted.
+    public var acceptedPush: AcceptedPush? {
+        if case .accepted(let push) = self { return push }
+        return nil
+    }
+
+    /// The rejection, if the request was rejected.
+    public var rejection: Rejection? {
+        if case .rejected(let rejection) = self { return rejection }
+        return nil
+    }
+}
+
+/// Which spelling of the 403 reason for a key restricted to the other environment goes on the wire.
+public enum EnvironmentKeyReasonSpelling: String, Sendable, CaseIterable, Codable {
+    /// Apple's documented spelling.
+    case documented = "BadEnvironmentKeyIdInToken"
+    /// The spelling one client library reports seeing from APNs.
+    case observed = "BadEnvironmentKeyInToken"
 }
 
 /// Settings that change what the validator accepts.
 public struct ValidationSettings: Sendable, Equatable {
     /// Strict mode accepts only 64-hex-digit device tokens.
     public var strictDeviceTokens: Bool
+    /// Strict lint rejects any request whose payload has a lint finding, with
+    /// ``lintRejectionReason``. Off by default, because APNs accepts such payloads.
+    public var strictLint: Bool
+    /// The reason strict lint answers with. Apple has no reason for "payload is not a valid
+    /// notification", so the mock borrows 400 PayloadEmpty by default: a payload problem that clients
+    /// treat as permanent for this notification, neither retried nor blamed on the device token
+    /// (docs/validation.md explains the choice). The configuration allows any 400 reason.
+    public var lintRejectionReason: Reason
+    /// The wire spelling for ``Reason/badEnvironmentKeyIdInToken``.
+    public var environmentKeyReasonSpelling: EnvironmentKeyReasonSpelling
+    /// Per-device-token rate limit; `nil` (the default) for none. Enforced by ``RateLimiter``,
+    /// after validation.
+    public var rateLimit: RateLimit?
 
-    public init(strictDeviceTokens: Bool = false) {
+    public init(
+        strictDeviceTokens: Bool = false,
+        strictLint: Bool = false,
+        lintRejectionReason: Reason = .payloadEmpty,
+        environmentKeyReasonSpelling: EnvironmentKeyReasonSpelling = .documented,
+        rateLimit: RateLimit? = nil
+    ) {
         self.strictDeviceTokens = strictDeviceTokens
+        self.strictLint = strictLint
+        self.lintRejectionReason = lintRejectionReason
+        self.environmentKeyReasonSpelling = environmentKeyReasonSpelling
+        self.rateLimit = rateLimit
+    }
+
+    /// A rejection with the configured wire spelling of its reason. Code that refuses a request for
+    /// a reason with an alternative spelling (the authenticator) builds its `Rejection` here.
+    public func rejection(_ reason: Reason, timestamp: Int64? = nil) -> Rejection {
+        let spelling = reason == .badEnvironmentKeyIdInToken ? environmentKeyReasonSpelling.rawValue : nil
+        return Rejection(reason, timestamp: timestamp, wireReason: spelling)
+    }
+}
+
+/// One check of the validation, in order: the declaration order of the cases *is* the order in
+/// which ``Validator`` runs them, and the first check that fails decides the reason.
+///
+/// Header-only checks come first, in the order APNs was observed or documented to apply them
+/// (method, path, token, then header values), authentication and topic permission next, then the
+/// payload, then the state of the device. docs/validation.md lists the order and why.
+/// Rate limiting is not a case: it needs state, and runs after validation (``RateLimiter``).
+public enum ValidationStep: String, CaseIterable, Sendable {
+    case method
+    case path
+    case deviceTokenFormat
+    case duplicateHeaders
+    case messageID
+    case expiration
+    case priorityValue
+    case collapseID
+    case pushType
+    case topic
+    case topicFitsPushType
+    case priorityForPushType
+    case authentication
+    case topicAllowed
+    case payloadSize
+    case strictLint
+    case deviceRegistry
+
+    /// `allCases`, computed once: the synthesized property builds a new array on every call, and
+    /// validation walks the order for every request.
+    public static let order: [ValidationStep] = allCases
+
+    /// The reasons this step can answer with.
+    public var reasons: [Reason] {
+        switch self {
+        case .method: return [.methodNotAllowed]
+        case .path: return [.badPath, .missingDeviceToken]
+        case .deviceTokenFormat: return [.badDeviceToken]
+        case .duplicateHeaders: return [.duplicateHeaders]
+        case .messageID: return [.badMessageId]
+        case .expiration: return [.badExpirationDate]
+        case .priorityValue, .priorityForPushType: return [.badPriority]
+        case .collapseID: return [.badCollapseId]
+        case .pushType, .topicFitsPushType: return [.invalidPushType]
+        case .topic: return [.missingTopic, .badTopic]
+        case .authentication:
+            return Reason.allCases.filter { $0.status == 403 }
+        case .topicAllowed: return [.topicDisallowed]
+        case .payloadSize: return [.payloadEmpty, .payloadTooLarge]
+        case .strictLint: return Reason.allCases.filter { $0.status == 400 }
+        case .deviceRegistry: return [.badDeviceToken, .deviceTokenNotForTopic, .unregistered, .expiredToken]
+        }
     }
 }
 
 /// Decides whether APNs would accept a request, and if not, with which reason.
 ///
 /// Validation is an ordered list of pure checks (the pattern of pushy's
-/// `ValidatingPushNotificationHandler`): the first check that fails decides the reason. The order
-/// is documented in docs/validation.md.
+/// `ValidatingPushNotificationHandler`), listed by ``ValidationStep``: each check yields at most one
+/// reason, and the first that does decides. Deciding is separate from recording: the validator
+/// returns a ``Decision`` and touches nothing. It is a value without state, safe to share between
+/// threads and cheap to call: header values are read as bytes, and the payload is parsed once,
+/// for the lint.
 public struct Validator: Sendable {
     public var settings: ValidationSettings
 
@@ -48,53 +217,147 @@ public struct Validator: Sendable {
     }
 
     public func validate(_ request: PushRequest, context: RequestContext) -> Decision {
-        guard request.method == "POST" else {
-            return .rejected(Rejection(.methodNotAllowed))
+        var draft = Draft()
+        for step in ValidationStep.order {
+            if let rejection = check(step, request, context, &draft) {
+                return .rejected(rejection)
+            }
         }
-        guard let path = request.path, path.utf8.starts(with: Self.devicePathPrefix) else {
-            return .rejected(Rejection(.badPath))
-        }
-        let token = path.utf8.dropFirst(Self.devicePathPrefix.count)
-        if token.isEmpty {
-            return .rejected(Rejection(.missingDeviceToken))
-        }
-        if token.contains(UInt8(ascii: "/")) {
-            return .rejected(Rejection(.badPath))
-        }
-        guard DeviceToken.isWellFormed(token, strict: settings.strictDeviceTokens) else {
-            return .rejected(Rejection(.badDeviceToken))
-        }
-        return .accepted(AcceptedPush(token: String(Substring(token)), topic: request.topic))
+        return .accepted(AcceptedPush(
+            token: draft.token,
+            topic: draft.topic,
+            pushType: draft.pushType,
+            priority: draft.priority ?? draft.pushType.defaultPriority,
+            expiration: draft.expiration,
+            collapseId: request.collapseID,
+            apnsId: request.apnsID,
+            lint: draft.lint ?? lint(request, pushType: draft.pushType)
+        ))
     }
 
-    static let devicePathPrefix = Array("/3/device/".utf8)
-}
-
-/// Device-token format rules (apns-behavior.md section 5).
-public enum DeviceToken {
-    /// Longest token accepted by default. Apple makes no promise about length; 64 hex digits is
-    /// common and 160 is seen from simulators.
-    public static let maximumLength = 200
-    /// The only length accepted in strict mode.
-    public static let strictLength = 64
-
-    /// Non-empty, even-length hex (either case) up to ``maximumLength``; exactly
-    /// ``strictLength`` digits in strict mode.
-    public static func isWellFormed(_ token: some Collection<UInt8>, strict: Bool) -> Bool {
-        let count = token.count
-        if strict {
-            guard count == strictLength else { return false }
-        } else {
-            guard count > 0, count <= maximumLength, count % 2 == 0 else { return false }
+    /// The lint findings for any request, accepted or not, so that a record can carry them either
+    /// way. The push type is the request's (``PushType/default`` when absent; when unknown only the
+    /// type-independent checks run). An empty body, or one longer than the server kept
+    /// (``PushRequest/bodyLimit``), has nothing to inspect: no findings; its rejection says enough.
+    public func lint(_ request: PushRequest) -> [LintFinding] {
+        guard let header = request.pushType else {
+            return lint(request, pushType: .default)
         }
-        return token.allSatisfy { byte in
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"),
-                 UInt8(ascii: "A")...UInt8(ascii: "F"):
-                return true
-            default:
-                return false
+        return lint(request, pushType: PushType(headerValue: header))
+    }
+
+    private func lint(_ request: PushRequest, pushType: PushType?) -> [LintFinding] {
+        guard request.bodyLength > 0, request.bodyLength == request.body.count else { return [] }
+        return Lint.findings(payload: request.body, pushType: pushType)
+    }
+
+    /// What the checks so far have interpreted, for the checks after them.
+    private struct Draft {
+        var token = ""
+        var pushType = PushType.default
+        var priority: Int?
+        var expiration: Int64?
+        var topic = ""
+        var bundleID: Substring = ""
+        var lint: [LintFinding]?
+    }
+
+    private func check(
+        _ step: ValidationStep, _ request: PushRequest, _ context: RequestContext, _ draft: inout Draft
+    ) -> Rejection? {
+        switch step {
+        case .method:
+            return request.method == "POST" ? nil : Rejection(.methodNotAllowed)
+
+        case .path:
+            guard let path = request.path else { return Rejection(.badPath) }
+            switch HeaderSyntax.devicePath(path) {
+            case .token(let token):
+                draft.token = token
+                return nil
+            case .missingToken:
+                return Rejection(.missingDeviceToken)
+            case .badPath:
+                return Rejection(.badPath)
             }
+
+        case .deviceTokenFormat:
+            let strict = settings.strictDeviceTokens
+            return draft.token.withUTF8Bytes { DeviceToken.isWellFormed($0, strict: strict) }
+                ? nil : Rejection(.badDeviceToken)
+
+        case .duplicateHeaders:
+            return request.duplicatedHeader == nil ? nil : Rejection(.duplicateHeaders)
+
+        case .messageID:
+            guard let id = request.apnsID else { return nil }
+            return HeaderSyntax.isCanonicalUUID(id) ? nil : Rejection(.badMessageId)
+
+        case .expiration:
+            guard let value = request.expiration else { return nil }
+            guard let seconds = HeaderSyntax.expiration(value) else { return Rejection(.badExpirationDate) }
+            draft.expiration = seconds
+            return nil
+
+        case .priorityValue:
+            guard let value = request.priority else { return nil }
+            guard let priority = HeaderSyntax.priority(value) else { return Rejection(.badPriority) }
+            draft.priority = priority
+            return nil
+
+        case .collapseID:
+            guard let id = request.collapseID else { return nil }
+            return id.utf8.count <= HeaderSyntax.maximumCollapseIDLength ? nil : Rejection(.badCollapseId)
+
+        case .pushType:
+            guard let value = request.pushType else { return nil }
+            guard let type = PushType(headerValue: value) else { return Rejection(.invalidPushType) }
+            draft.pushType = type
+            return nil
+
+        case .topic:
+            guard let topic = request.topic ?? context.certificateTopic else { return Rejection(.missingTopic) }
+            guard HeaderSyntax.isWellFormedTopic(topic) else { return Rejection(.badTopic) }
+            draft.topic = topic
+            return nil
+
+        case .topicFitsPushType:
+            guard let bundleID = draft.pushType.bundleID(inTopic: draft.topic) else {
+                return Rejection(.invalidPushType)
+            }
+            draft.bundleID = bundleID
+            return nil
+
+        case .priorityForPushType:
+            guard let priority = draft.priority else { return nil }
+            return draft.pushType.allowedPriorities.contains(priority) ? nil : Rejection(.badPriority)
+
+        case .authentication:
+            guard let failure = context.authenticationFailure else { return nil }
+            return settings.rejection(failure.reason, timestamp: failure.timestamp)
+
+        case .topicAllowed:
+            return context.allowedTopics.allows(topic: draft.topic, bundleID: draft.bundleID)
+                ? nil : Rejection(.topicDisallowed)
+
+        case .payloadSize:
+            if request.bodyLength == 0 {
+                return Rejection(.payloadEmpty)
+            }
+            return request.bodyLength <= draft.pushType.payloadLimit ? nil : Rejection(.payloadTooLarge)
+
+        case .strictLint:
+            let findings = lint(request, pushType: draft.pushType)
+            draft.lint = findings
+            guard settings.strictLint, !findings.isEmpty else { return nil }
+            return Rejection(settings.lintRejectionReason)
+
+        case .deviceRegistry:
+            if context.devices.isEmpty, context.devices.policy == .open {
+                return nil
+            }
+            return context.devices.rejection(
+                token: draft.token, bundleID: draft.bundleID, environment: context.environment)
         }
     }
 }

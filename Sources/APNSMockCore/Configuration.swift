@@ -1,0 +1,511 @@
+import Yams
+
+/// Everything the configuration file can say (interface.md, "Configuration file (YAML)"), with the
+/// built-in defaults that let `apns-mock serve` run on a fresh checkout without one.
+///
+/// `Configuration()` is the defaults; ``parse(yaml:file:)`` overlays a file on them. Sections a
+/// file leaves out keep their defaults; a section it gives replaces the default field by field,
+/// except lists (`teams`, `devices.tokens`, `faults`), which replace the default list whole. Paths
+/// are kept as written; the command resolves relative ones.
+public struct Configuration: Sendable, Equatable {
+    /// The APNs listener (TLS, HTTP/2).
+    public struct Server: Sendable, Equatable {
+        public var host = "127.0.0.1"
+        /// 0 picks a free port (the command prints the one chosen).
+        public var port = 2197
+        /// Announced in SETTINGS once a connection is authenticated; Apple announces 1000.
+        public var maxConcurrentStreams = 1000
+        /// Seconds a connection may stay idle before the mock ends it with GOAWAY IdleTimeout;
+        /// 0 never ends idle connections.
+        public var idleTimeout = 3600
+
+        public init() {}
+    }
+
+    /// The admin and query listener (plain HTTP/1.1).
+    public struct Admin: Sendable, Equatable {
+        public var host = "127.0.0.1"
+        public var port = 2198
+        /// When set, every admin request needs `Authorization: Bearer <token>`.
+        public var token: String?
+
+        public init() {}
+    }
+
+    /// Certificate files for the APNs listener.
+    public struct TLS: Sendable, Equatable {
+        public var certificate = "certs/server.pem"
+        public var privateKey = "certs/server-key.pem"
+        /// The CA whose client certificates are accepted for certificate authentication.
+        public var clientCA = "certs/ca.pem"
+
+        public init() {}
+    }
+
+    /// Which environment a token-auth key may be used in (Apple lets a key be restricted).
+    public enum KeyEnvironment: String, Sendable, CaseIterable, Codable {
+        case any
+        case sandbox
+        case production
+
+        public func allows(_ environment: APNSEnvironment) -> Bool {
+            switch self {
+            case .any: return true
+            case .sandbox: return environment == .sandbox
+            case .production: return environment == .production
+            }
+        }
+    }
+
+    /// A token-auth signing key (`AuthKey_<KEYID>.p8`).
+    public struct Key: Sendable, Equatable {
+        /// Apple's 10-character key ID, the JWT header's `kid`.
+        public var keyId: String
+        /// The key file: a private key (`.p8`) or only its public key.
+        public var path: String
+        public var environment: KeyEnvironment
+        /// The apps (bundle IDs) this key may push to; empty for every app of its team.
+        public var topics: [String]
+
+        public init(keyId: String, path: String? = nil, environment: KeyEnvironment = .any, topics: [String] = []) {
+            self.keyId = keyId
+            self.path = path ?? Key.defaultPath(keyId: keyId)
+            self.environment = environment
+            self.topics = topics
+        }
+
+        /// Where `apns-mock keys new` writes a key: `certs/AuthKey_<KEYID>.p8`.
+        public static func defaultPath(keyId: String) -> String {
+            "certs/AuthKey_\(keyId).p8"
+        }
+    }
+
+    /// A developer team: its apps and its signing keys.
+    public struct Team: Sendable, Equatable {
+        /// Apple's 10-character team ID, the JWT's `iss`.
+        public var teamId: String
+        /// Bundle IDs of the team's apps.
+        public var apps: [String]
+        public var keys: [Key]
+
+        public init(teamId: String, apps: [String], keys: [Key] = []) {
+            self.teamId = teamId
+            self.apps = apps
+            self.keys = keys
+        }
+
+        /// What a request signed with `key` may push to: the key's own topics, or every app of the
+        /// team when the key lists none.
+        public func allowedTopics(for key: Key) -> AllowedTopics {
+            .bundleIDs(Set(key.topics.isEmpty ? apps : key.topics))
+        }
+
+        /// The team a fresh checkout works with: `apns-mock serve` creates its key.
+        public static let demo = Team(
+            teamId: "DEMOTEAM01", apps: ["com.example.app"], keys: [Key(keyId: "DEMOKEY001")])
+    }
+
+    /// The device registry's starting state.
+    public struct Devices: Sendable, Equatable {
+        public var policy: DevicePolicy = .open
+        public var tokens: [DeviceEntry] = []
+
+        public init() {}
+
+        public var registry: DeviceRegistry {
+            DeviceRegistry(policy: policy, entries: tokens)
+        }
+    }
+
+    public struct Recording: Sendable, Equatable {
+        /// Records kept; the oldest are evicted past this, and evictions are counted.
+        public var capacity = 100_000
+
+        public init() {}
+    }
+
+    /// Which topics a request may name before authentication says who sent it.
+    public enum TopicPolicy: String, Sendable, CaseIterable, Codable {
+        /// Only apps of the configured teams (mock's choice, the default): pushing to an app nobody
+        /// configured is TopicDisallowed, as it is for APNs when the key's team does not own it.
+        case teams
+        /// Any well-formed topic: for trying the mock with a real app's bundle ID without
+        /// configuring it.
+        case any
+    }
+
+    /// The mock's own validation choices (an extension of interface.md's shape, under `validation`).
+    public struct Validation: Sendable, Equatable {
+        public var strictDeviceTokens = false
+        public var strictLint = false
+        /// The reason strict lint answers with; any 400 reason.
+        public var lintRejectionReason: Reason = .payloadEmpty
+        public var topicPolicy: TopicPolicy = .teams
+        public var rateLimit: RateLimit?
+        public var badEnvironmentKeyReason: EnvironmentKeyReasonSpelling = .documented
+
+        public init() {}
+
+        public var settings: ValidationSettings {
+            ValidationSettings(
+                strictDeviceTokens: strictDeviceTokens,
+                strictLint: strictLint,
+                lintRejectionReason: lintRejectionReason,
+                environmentKeyReasonSpelling: badEnvironmentKeyReason,
+                rateLimit: rateLimit)
+        }
+    }
+
+    public var server = Server()
+    public var admin = Admin()
+    public var tls = TLS()
+    /// The environment of requests whose host names neither of Apple's.
+    public var environment: APNSEnvironment = .sandbox
+    public var teams: [Team] = [.demo]
+    public var devices = Devices()
+    public var recording = Recording()
+    public var faults: [FaultRule] = []
+    public var validation = Validation()
+
+    /// The built-in defaults.
+    public init() {}
+
+    /// The validator's settings.
+    public var validationSettings: ValidationSettings { validation.settings }
+
+    /// The bundle IDs of every configured team's apps.
+    public var appBundleIDs: Set<String> {
+        Set(teams.flatMap(\.apps))
+    }
+
+    /// What a request may push to while the server does not know (or does not yet check) who sent
+    /// it: every configured app under the `teams` policy, anything under `any`. Authentication
+    /// narrows this to the sender's key or certificate. Built on each call: keep the result.
+    public var allowedTopics: AllowedTopics {
+        switch validation.topicPolicy {
+        case .teams: return .bundleIDs(appBundleIDs)
+        case .any: return .any
+        }
+    }
+
+    /// The team and key with this key ID, for checking a JWT's `kid`.
+    public func key(id keyId: String) -> (team: Team, key: Key)? {
+        for team in teams {
+            if let key = team.keys.first(where: { $0.keyId == keyId }) {
+                return (team, key)
+            }
+        }
+        return nil
+    }
+}
+
+// MARK: - Parsing
+
+extension Configuration {
+    /// Reads a configuration from YAML text. `file` names the text's origin in errors; the caller
+    /// reads the file (the core does no I/O). An empty document is the defaults.
+    public static func parse(yaml: String, file: String) throws(ConfigurationError) -> Configuration {
+        let root: Node?
+        do {
+            root = try Yams.compose(yaml: yaml)
+        } catch let error as YamlError {
+            throw ConfigurationError(yamlError: error, file: file)
+        } catch {
+            throw ConfigurationError(file: file, field: "", kind: .syntax, problem: "not YAML: \(error)")
+        }
+        guard let root else { return Configuration() }
+        return try decode(Field(node: root, path: "", file: file))
+    }
+
+    static func decode<N: DocumentNode>(_ root: Field<N>) throws(ConfigurationError) -> Configuration {
+        var configuration = Configuration()
+        let fields = try root.mapping(allowing: [
+            "server", "admin", "tls", "environment", "teams", "devices", "recording", "faults", "validation",
+        ])
+        if let field = fields.optional("validation") {
+            configuration.validation = try decodeValidation(field)
+        }
+        if let field = fields.optional("server") {
+            configuration.server = try decodeServer(field)
+        }
+        if let field = fields.optional("admin") {
+            configuration.admin = try decodeAdmin(field, server: configuration.server)
+        }
+        if let field = fields.optional("tls") {
+            configuration.tls = try decodeTLS(field)
+        }
+        if let field = fields.optional("environment") {
+            configuration.environment = try field.oneOf(APNSEnvironment.self)
+        }
+        if let field = fields.optional("teams") {
+            configuration.teams = try decodeTeams(field, topicPolicy: configuration.validation.topicPolicy)
+        }
+        if let field = fields.optional("devices") {
+            configuration.devices = try decodeDevices(field, configuration: configuration)
+        }
+        if let field = fields.optional("recording") {
+            let recording = try field.mapping(allowing: ["capacity"])
+            if let capacity = recording.optional("capacity") {
+                configuration.recording.capacity = try capacity.integer(in: 1...Int.max)
+            }
+        }
+        if let field = fields.optional("faults") {
+            configuration.faults = []
+            for element in try field.elements() {
+                configuration.faults.append(try FaultRule.decode(element))
+            }
+        }
+        return configuration
+    }
+
+    private static let portRange = 0...65_535
+
+    private static func decodeServer<N>(_ field: Field<N>) throws(ConfigurationError) -> Server {
+        let fields = try field.mapping(allowing: ["host", "port", "maxConcurrentStreams", "idleTimeout"])
+        var server = Server()
+        if let host = fields.optional("host") { server.host = try host.nonEmptyString() }
+        if let port = fields.optional("port") { server.port = try port.integer(in: portRange) }
+        if let streams = fields.optional("maxConcurrentStreams") {
+            // An HTTP/2 SETTINGS value is 31 bits.
+            server.maxConcurrentStreams = try streams.integer(in: 1...Int(Int32.max))
+        }
+        if let timeout = fields.optional("idleTimeout") {
+            server.idleTimeout = try timeout.integer(in: 0...Int(Int32.max))
+        }
+        return server
+    }
+
+    private static func decodeAdmin<N>(_ field: Field<N>, server: Server) throws(ConfigurationError) -> Admin {
+        let fields = try field.mapping(allowing: ["host", "port", "token"])
+        var admin = Admin()
+        if let host = fields.optional("host") { admin.host = try host.nonEmptyString() }
+        if let port = fields.optional("port") {
+            admin.port = try port.integer(in: portRange)
+            if admin.port != 0, admin.port == server.port, admin.host == server.host {
+                throw port.error(.contradiction, "the admin listener cannot share \(admin.host):\(admin.port) with server")
+            }
+        }
+        if let token = fields.optional("token") { admin.token = try token.nonEmptyString() }
+        return admin
+    }
+
+    private static func decodeTLS<N>(_ field: Field<N>) throws(ConfigurationError) -> TLS {
+        let fields = try field.mapping(allowing: ["certificate", "privateKey", "clientCA"])
+        var tls = TLS()
+        if let value = fields.optional("certificate") { tls.certificate = try value.nonEmptyString() }
+        if let value = fields.optional("privateKey") { tls.privateKey = try value.nonEmptyString() }
+        if let value = fields.optional("clientCA") { tls.clientCA = try value.nonEmptyString() }
+        return tls
+    }
+
+    private static func decodeValidation<N>(_ field: Field<N>) throws(ConfigurationError) -> Validation {
+        let fields = try field.mapping(allowing: [
+            "strictDeviceTokens", "strictLint", "lintRejectionReason", "topicPolicy", "rateLimit",
+            "badEnvironmentKeyReason",
+        ])
+        var validation = Validation()
+        if let value = fields.optional("strictDeviceTokens") { validation.strictDeviceTokens = try value.boolean() }
+        if let value = fields.optional("strictLint") { validation.strictLint = try value.boolean() }
+        if let value = fields.optional("lintRejectionReason") {
+            let reason = try value.oneOf(Reason.self)
+            guard reason.status == 400 else {
+                throw value.error(.invalidValue, "must be a 400 reason, so that clients neither retry nor drop the token; \(reason.rawValue) is \(reason.status)")
+            }
+            validation.lintRejectionReason = reason
+        }
+        if let value = fields.optional("topicPolicy") { validation.topicPolicy = try value.oneOf(TopicPolicy.self) }
+        if let value = fields.optional("badEnvironmentKeyReason") {
+            validation.badEnvironmentKeyReason = try value.oneOf(EnvironmentKeyReasonSpelling.self)
+        }
+        if let value = fields.optional("rateLimit") {
+            let limit = try value.mapping(allowing: ["requests", "perSeconds"])
+            let requests = try limit.required("requests").integer(in: 1...Int(Int32.max))
+            let seconds = try limit.required("perSeconds").number(in: 0.001...86_400)
+            guard let rateLimit = RateLimit(requests: requests, interval: .milliseconds(Int64((seconds * 1000).rounded()))) else {
+                throw value.error(.invalidValue, "requests and perSeconds must be positive")
+            }
+            validation.rateLimit = rateLimit
+        }
+        return validation
+    }
+
+    private static func decodeTeams<N>(_ field: Field<N>, topicPolicy: TopicPolicy) throws(ConfigurationError) -> [Team] {
+        var teams: [Team] = []
+        var teamIDs: Set<String> = []
+        var appOwners: [String: String] = [:]
+        var keyIDs: Set<String> = []
+        let elements = try field.elements()
+        if elements.isEmpty, topicPolicy == .teams {
+            throw field.error(.contradiction, "no teams means no topic is allowed under validation.topicPolicy teams")
+        }
+        for element in elements {
+            let fields = try element.mapping(allowing: ["teamId", "apps", "keys"])
+            let teamIdField = try fields.required("teamId")
+            let teamId = try appleIdentifier(teamIdField, what: "team ID")
+            guard teamIDs.insert(teamId).inserted else {
+                throw teamIdField.error(.duplicate, "team \(teamId) is configured twice")
+            }
+            let appsField = try fields.required("apps")
+            var apps: [String] = []
+            for (app, appField) in try appsField.stringList() {
+                guard HeaderSyntax.isWellFormedTopic(app) else {
+                    throw appField.error(.invalidValue, "\"\(app)\" is not a well-formed bundle ID")
+                }
+                if let owner = appOwners[app] {
+                    throw appField.error(.duplicate, "\(app) is already an app of team \(owner)")
+                }
+                appOwners[app] = teamId
+                apps.append(app)
+            }
+            if apps.isEmpty {
+                throw appsField.error(.invalidValue, "a team needs at least one app")
+            }
+            var keys: [Key] = []
+            if let keysField = fields.optional("keys") {
+                for keyElement in try keysField.elements() {
+                    let key = try decodeKey(keyElement, apps: apps)
+                    guard keyIDs.insert(key.keyId).inserted else {
+                        let keyIdField = try keyElement.mapping(allowing: keyFieldNames).required("keyId")
+                        throw keyIdField.error(.duplicate, "key \(key.keyId) is configured twice")
+                    }
+                    keys.append(key)
+                }
+            }
+            teams.append(Team(teamId: teamId, apps: apps, keys: keys))
+        }
+        return teams
+    }
+
+    private static func decodeKey<N>(_ field: Field<N>, apps: [String]) throws(ConfigurationError) -> Key {
+        let fields = try field.mapping(allowing: keyFieldNames)
+        let keyId = try appleIdentifier(try fields.required("keyId"), what: "key ID")
+        var key = Key(keyId: keyId)
+        if let path = fields.optional("path") { key.path = try path.nonEmptyString() }
+        if let environment = fields.optional("environment") { key.environment = try environment.oneOf(KeyEnvironment.self) }
+        if let topics = fields.optional("topics") {
+            for (topic, topicField) in try topics.stringList() {
+                guard apps.contains(topic) else {
+                    throw topicField.error(.contradiction, "\(topic) is not an app of this team (\(apps.joined(separator: ", ")))")
+                }
+                key.topics.append(topic)
+            }
+        }
+        return key
+    }
+
+    private static let keyFieldNames = ["keyId", "path", "environment", "topics"]
+
+    /// Apple's team and key IDs: 10 characters, uppercase letters and digits.
+    private static func appleIdentifier<N>(_ field: Field<N>, what: String) throws(ConfigurationError) -> String {
+        let value = try field.string()
+        let valid = value.utf8.count == 10 && value.utf8.allSatisfy { byte in
+            (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) || byte.isDecimalDigit
+        }
+        guard valid else {
+            throw field.error(.invalidValue, "\"\(value)\" is not a \(what): 10 uppercase letters and digits")
+        }
+        return value
+    }
+
+    private static func decodeDevices<N>(_ field: Field<N>, configuration: Configuration) throws(ConfigurationError) -> Devices {
+        let fields = try field.mapping(allowing: ["policy", "tokens"])
+        var devices = Devices()
+        if let policy = fields.optional("policy") { devices.policy = try policy.oneOf(DevicePolicy.self) }
+        if let tokens = fields.optional("tokens") {
+            let knownApps = configuration.validation.topicPolicy == .teams ? configuration.appBundleIDs : nil
+            var seen: Set<String> = []
+            for element in try tokens.elements() {
+                let entry = try DeviceEntry.decode(
+                    element, strictTokens: configuration.validation.strictDeviceTokens, knownApps: knownApps)
+                guard seen.insert(entry.token).inserted else {
+                    let tokenField = try element.mapping(allowing: DeviceEntry.fieldNames).required("token")
+                    throw tokenField.error(.duplicate, "token \(entry.token) is listed twice")
+                }
+                devices.tokens.append(entry)
+            }
+        }
+        return devices
+    }
+}
+
+extension DeviceEntry {
+    static let fieldNames = ["token", "topic", "environment", "unregisteredAt", "reason"]
+
+    /// Decodes and checks a device from an admin API body (`POST /v1/devices`), by the rules of the
+    /// configuration's `devices.tokens`. Errors name the field and have no file.
+    ///
+    /// - Parameters:
+    ///   - strictTokens: Accept only 64-digit tokens (the validation setting).
+    ///   - knownApps: When given, `topic` must be one of these apps.
+    public static func decode(json: JSONValue, strictTokens: Bool = false, knownApps: Set<String>? = nil) throws(ConfigurationError) -> DeviceEntry {
+        try decode(Field(node: json, path: "", file: nil), strictTokens: strictTokens, knownApps: knownApps)
+    }
+
+    static func decode<N>(_ field: Field<N>, strictTokens: Bool, knownApps: Set<String>?) throws(ConfigurationError) -> DeviceEntry {
+        let fields = try field.mapping(allowing: fieldNames)
+        let tokenField = try fields.required("token")
+        let token = try tokenField.string()
+        guard DeviceToken.isWellFormed(token.utf8, strict: strictTokens) else {
+            let rule = strictTokens
+                ? "exactly \(DeviceToken.strictLength) hex digits (validation.strictDeviceTokens)"
+                : "an even number of hex digits, at most \(DeviceToken.maximumLength)"
+            throw tokenField.error(.invalidValue, "\"\(token)\" is not a device token: expected \(rule)")
+        }
+        var entry = DeviceEntry(token: token)
+        if let topicField = fields.optional("topic") {
+            let topic = try topicField.string()
+            guard HeaderSyntax.isWellFormedTopic(topic) else {
+                throw topicField.error(.invalidValue, "\"\(topic)\" is not a well-formed bundle ID")
+            }
+            if let knownApps, !knownApps.contains(topic) {
+                throw topicField.error(.contradiction, "\(topic) is not an app of any configured team, so no request could reach this token")
+            }
+            entry.topic = topic
+        }
+        if let environment = fields.optional("environment") {
+            entry.environment = try environment.oneOf(APNSEnvironment.self)
+        }
+        var timestamp: Int64?
+        if let at = fields.optional("unregisteredAt") {
+            if let milliseconds = at.node.wholeNumber {
+                timestamp = Int64(milliseconds)
+            } else {
+                let text = try at.string()
+                guard let milliseconds = Timestamp.milliseconds(rfc3339: text) else {
+                    throw at.error(.invalidValue, "\"\(text)\" is not an RFC 3339 time such as 2026-01-01T00:00:00Z")
+                }
+                timestamp = milliseconds
+            }
+        }
+        if let reasonField = fields.optional("reason") {
+            let reason = try reasonField.oneOf(UnregistrationReason.self)
+            guard let timestamp else {
+                throw reasonField.error(.contradiction, "a reason needs unregisteredAt: the token is not unregistered")
+            }
+            entry.unregistration = .init(timestamp: timestamp, reason: reason)
+        } else if let timestamp {
+            entry.unregistration = .init(timestamp: timestamp)
+        }
+        return entry
+    }
+}
+
+extension ConfigurationError {
+    /// Locates a YAML syntax error by the line Yams reports.
+    init(yamlError: YamlError, file: String) {
+        let line: Int?
+        let problem: String
+        switch yamlError {
+        case .scanner(_, let text, let mark, _), .parser(_, let text, let mark, _), .composer(_, let text, let mark, _):
+            line = mark.line
+            problem = text
+        case .duplicatedKeysInMapping(let duplicates, let context):
+            line = context.mark.line
+            problem = "duplicate key \(duplicates.joined(separator: ", "))"
+        default:
+            line = nil
+            problem = "\(yamlError)"
+        }
+        self.init(file: file, field: "", line: line, kind: .syntax, problem: "not valid YAML: \(problem)")
+    }
+}

@@ -1,0 +1,163 @@
+/// A rule that makes the mock misbehave on purpose for matching requests: answer with an error,
+/// end the connection, or answer late. The configuration's `faults` and the admin API's
+/// `POST /v1/faults` share this shape (interface.md) and these checks.
+public struct FaultRule: Sendable, Equatable {
+    /// Which requests the rule applies to; every field is optional and an absent one matches
+    /// anything.
+    public struct Match: Sendable, Equatable {
+        /// Canonical (lowercase) device token.
+        public var token: String?
+        public var topic: String?
+        public var pushType: PushType?
+
+        public init(token: String? = nil, topic: String? = nil, pushType: PushType? = nil) {
+            self.token = token.map(DeviceToken.canonical)
+            self.topic = topic
+            self.pushType = pushType
+        }
+
+        /// Whether a request to `token` (any case) with `topic` and `pushType` matches. A request
+        /// that lacks a field the rule names does not match it.
+        public func matches(token requestToken: String?, topic requestTopic: String?, pushType requestType: PushType?) -> Bool {
+            if let token, requestToken.map(DeviceToken.canonical) != token { return false }
+            if let topic, requestTopic != topic { return false }
+            if let pushType, requestType != pushType { return false }
+            return true
+        }
+    }
+
+    /// What happens to the connection instead of (or besides) an answer.
+    public enum Action: String, Sendable, CaseIterable, Codable {
+        /// GOAWAY, with `respond`'s error body as debug data when the rule has one.
+        case goaway
+        /// RST_STREAM on the request's stream only.
+        case reset
+        /// Close the TCP connection without a word.
+        case close
+    }
+
+    public var match: Match
+    /// The error to answer with; `nil` to answer normally (after ``delayMs``) or to act on the
+    /// connection.
+    public var respond: Rejection?
+    public var action: Action?
+    /// How long to wait before answering or acting, in milliseconds.
+    public var delayMs: Int
+    /// How many requests the rule applies to before it expires; `nil` for no limit.
+    public var times: Int?
+    /// The chance, 0...1, that a matching request is affected.
+    public var probability: Double
+
+    public init(
+        match: Match = Match(),
+        respond: Rejection? = nil,
+        action: Action? = nil,
+        delayMs: Int = 0,
+        times: Int? = nil,
+        probability: Double = 1.0
+    ) {
+        self.match = match
+        self.respond = respond
+        self.action = action
+        self.delayMs = delayMs
+        self.times = times
+        self.probability = probability
+    }
+
+    /// Longest delay a rule may ask for: an hour is already far past any client's timeout.
+    public static let maximumDelayMs = 3_600_000
+
+    /// Decodes and checks a rule from an admin API body. Errors name the field (`respond.reason`)
+    /// and have no file.
+    public static func decode(json: JSONValue) throws(ConfigurationError) -> FaultRule {
+        try decode(Field(node: json, path: "", file: nil))
+    }
+
+    static func decode<Node: DocumentNode>(_ field: Field<Node>) throws(ConfigurationError) -> FaultRule {
+        let fields = try field.mapping(allowing: ["match", "respond", "action", "delayMs", "times", "probability"])
+        var rule = FaultRule()
+
+        if let match = fields.optional("match") {
+            let matchFields = try match.mapping(allowing: ["token", "topic", "pushType"])
+            if let token = matchFields.optional("token") {
+                let value = try token.string()
+                guard DeviceToken.isWellFormed(value.utf8, strict: false) else {
+                    throw token.error(.invalidValue, "\"\(value)\" is not a well-formed device token")
+                }
+                rule.match.token = DeviceToken.canonical(value)
+            }
+            if let topic = matchFields.optional("topic") {
+                let value = try topic.string()
+                guard HeaderSyntax.isWellFormedTopic(value) else {
+                    throw topic.error(.invalidValue, "\"\(value)\" is not a well-formed topic")
+                }
+                rule.match.topic = value
+            }
+            if let pushType = matchFields.optional("pushType") {
+                rule.match.pushType = try pushType.oneOf(PushType.self)
+            }
+        }
+
+        if let respond = fields.optional("respond") {
+            rule.respond = try decodeResponse(respond)
+        }
+        if let action = fields.optional("action") {
+            rule.action = try action.oneOf(Action.self)
+        }
+        if let delay = fields.optional("delayMs") {
+            rule.delayMs = try delay.integer(in: 0...maximumDelayMs)
+        }
+        if let times = fields.optional("times") {
+            rule.times = try times.integer(in: 1...Int.max)
+        }
+        if let probability = fields.optional("probability") {
+            rule.probability = try probability.number(in: 0...1)
+        }
+
+        switch rule.action {
+        case .reset?, .close?:
+            if let respond = fields.optional("respond") {
+                throw respond.error(.contradiction, "a \"\(rule.action?.rawValue ?? "")\" action sends no response; remove respond")
+            }
+        case .goaway?:
+            break
+        case nil:
+            if rule.respond == nil, rule.delayMs == 0 {
+                throw field.error(.missingField, "the rule does nothing: give respond, action or delayMs")
+            }
+        }
+        return rule
+    }
+
+    /// `{status, reason[, timestamp]}`: the reason decides the status; a status that disagrees with
+    /// it is refused rather than sent, since APNs never pairs them differently.
+    private static func decodeResponse<Node: DocumentNode>(_ field: Field<Node>) throws(ConfigurationError) -> Rejection {
+        let fields = try field.mapping(allowing: ["status", "reason", "timestamp"])
+        let reasonField = try fields.required("reason")
+        let text = try reasonField.string()
+        let reason: Reason
+        var wireReason: String?
+        if let known = Reason(rawValue: text) {
+            reason = known
+        } else if text == EnvironmentKeyReasonSpelling.observed.rawValue {
+            reason = .badEnvironmentKeyIdInToken
+            wireReason = text
+        } else {
+            throw reasonField.error(.invalidValue, "\"\(text)\" is not a reason APNs sends")
+        }
+        if let statusField = fields.optional("status") {
+            let status = try statusField.integer(in: 100...599)
+            guard status == reason.status else {
+                throw statusField.error(.contradiction, "\(reason.rawValue) is sent with status \(reason.status), not \(status)")
+            }
+        }
+        var timestamp: Int64?
+        if let timestampField = fields.optional("timestamp") {
+            guard reason.carriesTimestamp else {
+                throw timestampField.error(.contradiction, "only 410 reasons carry a timestamp")
+            }
+            timestamp = Int64(try timestampField.integer(in: 0...Int.max))
+        }
+        return Rejection(reason, timestamp: timestamp, wireReason: wireReason)
+    }
+}

@@ -1,0 +1,115 @@
+import Testing
+@testable import APNSMockCore
+
+@Test("RFC 3339 times", arguments: [
+    ("1970-01-01T00:00:00Z", Int64(0)),
+    ("2026-01-01T00:00:00Z", 1_767_225_600_000),
+    ("2025-06-30T12:00:00.250+02:00", 1_751_277_600_250),
+    ("2000-02-29t23:59:59.9999z", 951_868_799_999),
+    ("1969-12-31 23:59:59Z", -1000),
+])
+func rfc3339(text: String, milliseconds: Int64) {
+    #expect(Timestamp.milliseconds(rfc3339: text) == milliseconds)
+}
+
+@Test("not RFC 3339", arguments: [
+    "2026-01-01", "2026-01-01T00:00:00", "2026-13-01T00:00:00Z", "2026-02-29T00:00:00Z",
+    "2026-01-01T24:00:00Z", "2026-01-01T00:00:00.Z", "2026-01-01T00:00:00Z ", "yesterday", "",
+])
+func notRFC3339(text: String) {
+    #expect(Timestamp.milliseconds(rfc3339: text) == nil)
+}
+
+@Test func formatsTimestampsAsRecordsShowThem() {
+    #expect(Timestamp.rfc3339(milliseconds: 1_767_225_600_123) == "2026-01-01T00:00:00.123Z")
+    #expect(Timestamp.rfc3339(milliseconds: -1) == "1969-12-31T23:59:59.999Z")
+    for milliseconds: Int64 in [0, 951_868_799_999, 1_751_277_600_250, 4_102_444_800_000] {
+        #expect(Timestamp.milliseconds(rfc3339: Timestamp.rfc3339(milliseconds: milliseconds)) == milliseconds)
+    }
+}
+
+@Test func rateLimiterAllowsABurstThenTheConfiguredRate() throws {
+    let limit = try #require(RateLimit(requests: 3, interval: .seconds(1)))
+    var limiter = RateLimiter(limit: limit, clock: { .zero })
+    let token = String(repeating: "ab", count: 32)
+    let start = Duration.seconds(10)
+    let steps: [(String, Duration, Bool, String)] = [
+        (token, start, true, "burst 1"),
+        (token, start, true, "burst 2"),
+        (token, start, true, "burst 3"),
+        (token, start, false, "the burst is used up"),
+        ("cd", start, true, "other devices have their own allowance"),
+        (token, start + .milliseconds(300), false, "not yet a third of a second"),
+        (token, start + .milliseconds(334), true, "one request per third of a second"),
+        (token.uppercased(), start + .milliseconds(340), false, "case does not matter"),
+        (token, start + .seconds(5), true, "allowance refilled"),
+    ]
+    for (device, time, expected, why) in steps {
+        let admitted = limiter.admit(token: device, at: time)
+        #expect(admitted == expected, "\(why)")
+    }
+}
+
+@Test func rateLimiterTurnsAcceptedDecisionsIntoTooManyRequests() throws {
+    let limit = try #require(RateLimit(requests: 1, interval: .seconds(60)))
+    var limiter = RateLimiter(limit: limit, clock: { .seconds(1) })
+    let accepted = Decision.accepted(AcceptedPush(token: "ab", topic: "com.example.app"))
+    let first = limiter.apply(to: accepted)
+    let second = limiter.apply(to: accepted)
+    let rejected = Decision.rejected(Rejection(.badTopic))
+    let passedThrough = limiter.apply(to: rejected)
+    #expect(first == accepted)
+    #expect(second == .rejected(Rejection(.tooManyRequests)))
+    #expect(passedThrough == rejected, "rejections pass through uncounted")
+}
+
+@Test func rateLimiterForgetsIdleDevices() throws {
+    let limit = try #require(RateLimit(requests: 1, interval: .milliseconds(10)))
+    var limiter = RateLimiter(limit: limit)
+    var refused = 0
+    for index in 0..<5000 where !limiter.admit(token: String(index, radix: 16), at: .seconds(Int64(index))) {
+        refused += 1
+    }
+    #expect(refused == 0)
+    #expect(limiter.trackedDevices < 1100)
+}
+
+@Test func rateLimitNeedsPositiveValues() {
+    #expect(RateLimit(requests: 0, interval: .seconds(1)) == nil)
+    #expect(RateLimit(requests: 1, interval: .zero) == nil)
+}
+
+@Test func environmentFromHost() {
+    #expect(APNSEnvironment(host: "api.push.apple.com:443") == .production)
+    #expect(APNSEnvironment(host: "API.Sandbox.Push.Apple.com") == .sandbox)
+    #expect(APNSEnvironment(host: "api.development.push.apple.com") == .sandbox)
+    #expect(APNSEnvironment(host: "localhost") == nil)
+}
+
+@Test func pushTypeRules() {
+    #expect(PushType.voip.payloadLimit == 5120)
+    #expect(PushType.allCases.filter { $0 != .voip }.allSatisfy { $0.payloadLimit == 4096 })
+    #expect(PushType.background.allowedPriorities == [5])
+    #expect(PushType.location.requiredAuthentication == .tokenOnly)
+    #expect(PushType.mdm.requiredAuthentication == .certificateOnly)
+    #expect(PushType.location.requiredAuthentication.allows(.token))
+    #expect(!PushType.mdm.requiredAuthentication.allows(.token))
+    #expect(PushType.allCases.count == 11)
+    #expect(PushType.fileprovider.bundleID(inTopic: "com.x.pushkit.fileprovider") == "com.x")
+    #expect(PushType.alert.bundleID(inTopic: "com.x.voip-ptt") == nil)
+    #expect(PushType.voip.bundleID(inTopic: "com.x.voip-ptt") == nil)
+}
+
+@Test func deviceRegistryEdits() {
+    var registry = DeviceRegistry()
+    let token = String(repeating: "AB", count: 32)
+    registry.unregister(token: token, at: 42, reason: .expiredToken)
+    #expect(registry.entry(for: token.lowercased())?.unregistration == DeviceEntry.Unregistration(timestamp: 42, reason: .expiredToken))
+    #expect(registry.rejection(token: token, bundleID: "com.x", environment: .sandbox) == Rejection(.expiredToken, timestamp: 42))
+    let removed = registry.remove(token: token)
+    #expect(removed != nil)
+    #expect(registry.isEmpty)
+    registry.register(DeviceEntry(token: "cd"))
+    registry.register(DeviceEntry(token: "ab"))
+    #expect(registry.entries.map(\.token) == ["ab", "cd"])
+}
