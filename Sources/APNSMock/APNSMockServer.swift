@@ -41,10 +41,7 @@ public struct APNSMockServer: Service {
             certificateChainPath: configuration.certificatePath,
             privateKeyPath: configuration.privateKeyPath,
             clientCAPath: configuration.clientCAPath)
-        let responder = Responder(
-            validator: Validator(settings: configuration.validation),
-            defaultEnvironment: configuration.environment,
-            logger: logger)
+        let responder = Responder(configuration: configuration, logger: logger)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.threads))
         let quiesce = ServerQuiescingHelper(group: group)
         let connections = ConnectionRegistry()

@@ -25,6 +25,25 @@ public struct ServerConfiguration: Sendable {
     /// The environment of requests whose host names none (apns-behavior.md section 8).
     public var environment: APNSEnvironment = .sandbox
     public var validation = ValidationSettings()
+    /// Topics senders may push to (until authentication narrows it per key or certificate).
+    public var allowedTopics: AllowedTopics = Configuration().allowedTopics
+    /// The device registry's starting state (also what `/v1/reset` returns to).
+    public var devices = DeviceRegistry()
 
     public init() {}
+
+    /// The listener's part of a configuration file, with the built-in timeouts.
+    public init(_ file: Configuration) {
+        host = file.server.host
+        port = file.server.port
+        http2 = HTTP2Settings(maxConcurrentStreams: UInt32(clamping: file.server.maxConcurrentStreams))
+        idleTimeout = file.server.idleTimeout == 0 ? .hours(24 * 365 * 100) : .seconds(Int64(file.server.idleTimeout))
+        certificatePath = file.tls.certificate
+        privateKeyPath = file.tls.privateKey
+        clientCAPath = file.tls.clientCA
+        environment = file.environment
+        validation = file.validationSettings
+        allowedTopics = file.allowedTopics
+        devices = file.devices.registry
+    }
 }

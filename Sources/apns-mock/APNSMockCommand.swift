@@ -53,3 +53,42 @@ enum Console {
         FileHandle.standardOutput.write(Data((text + "\n").utf8))
     }
 }
+
+/// Reading `--config` and deriving the certificate material it needs, shared by `serve` and
+/// `certs init`.
+enum ConfigurationFile {
+    /// The parsed file, or the built-in defaults without one. A file that cannot be read or is
+    /// invalid is logged (file, field, problem) and ends the command with exit code 2.
+    static func load(_ path: String?, logger: Logger) throws -> Configuration {
+        guard let path else { return Configuration() }
+        let text: String
+        do {
+            text = try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            logger.error("cannot read --config \(path): \(error.localizedDescription)")
+            throw ExitCode(2)
+        }
+        do {
+            return try Configuration.parse(yaml: text, file: path)
+        } catch {
+            logger.error("\(error)")
+            throw ExitCode(2)
+        }
+    }
+
+    /// The material for `configuration`: client certificates for every configured app, a `.p8` for
+    /// every configured key that has no file yet, in `directory` (default: the directory of the
+    /// configured server certificate).
+    static func material(for configuration: Configuration, directory: String?, extraHosts: [String] = []) -> TestCertificates {
+        let certificateDirectory = (configuration.tls.certificate as NSString).deletingLastPathComponent
+        return TestCertificates(
+            directory: directory ?? (certificateDirectory.isEmpty ? "." : certificateDirectory),
+            extraHosts: extraHosts,
+            apps: configuration.teams.flatMap { team in
+                team.apps.map { TestCertificates.App(bundleID: $0, teamID: team.teamId) }
+            },
+            tokenKeys: configuration.teams.flatMap { team in
+                team.keys.map { TestCertificates.TokenKey(keyID: $0.keyId, teamID: team.teamId, path: $0.path) }
+            })
+    }
+}

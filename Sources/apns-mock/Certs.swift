@@ -11,24 +11,24 @@ struct Certs: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Create the test CA, the server certificate, the demo token key and client certificates (missing files only).")
 
-        @Option(help: "Directory to write to.")
-        var dir: String = "certs"
+        @Option(help: "Directory to write to (default ./certs).")
+        var dir: String?
 
         @Option(name: .customLong("host"), help: "Extra host name or IP address for the server certificate (repeatable).")
         var hosts: [String] = []
+
+        @Option(help: "Configuration file: client certificates for its apps, .p8 files for its keys.")
+        var config: String?
 
         @OptionGroup var logging: LoggingOptions
 
         func run() async throws {
             let logger = logging.bootstrap()
-            let demo = DemoIdentity.default
-            let material = TestCertificates(
-                directory: dir, extraHosts: hosts,
-                apps: [.init(bundleID: demo.bundleID, teamID: demo.teamID)],
-                tokenKeys: [.init(keyID: demo.keyID, teamID: demo.teamID, path: "AuthKey_\(demo.keyID).p8")])
+            let configuration = try ConfigurationFile.load(config, logger: logger)
+            let material = ConfigurationFile.material(for: configuration, directory: dir, extraHosts: hosts)
             let written = try material.ensure(logger: logger)
             if written.isEmpty {
-                Console.line("everything in \(dir) already exists; nothing written")
+                Console.line("everything in \(material.directory) already exists; nothing written")
             } else {
                 written.forEach { Console.line("wrote \($0)") }
             }

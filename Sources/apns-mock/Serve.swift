@@ -44,26 +44,38 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         let logger = logging.bootstrap()
-        let certsDirectory = certs ?? "certs"
-        var server = ServerConfiguration()
-        if let host { server.host = host }
-        if let port { server.port = port }
+        var file = try ConfigurationFile.load(config, logger: logger)
+        // Command-line options override the file.
+        if let host { file.server.host = host }
+        if let port { file.server.port = port }
+        if let adminHost { file.admin.host = adminHost }
+        if let adminPort { file.admin.port = adminPort }
+        if let environment { file.environment = environment }
+        if let certs {
+            file.tls.certificate = certs + "/server.pem"
+            file.tls.privateKey = certs + "/server-key.pem"
+            file.tls.clientCA = certs + "/ca.pem"
+        }
+        var server = ServerConfiguration(file)
         if let threads { server.threads = threads }
-        if let environment { server.environment = environment }
-        server.certificatePath = certsDirectory + "/server.pem"
-        server.privateKeyPath = certsDirectory + "/server-key.pem"
-        server.clientCAPath = certsDirectory + "/ca.pem"
 
-        let demo = DemoIdentity.default
-        let material = TestCertificates(
-            directory: certsDirectory,
-            apps: [.init(bundleID: demo.bundleID, teamID: demo.teamID)],
-            tokenKeys: [.init(keyID: demo.keyID, teamID: demo.teamID, path: "AuthKey_\(demo.keyID).p8")])
-        try material.ensure(logger: logger)
+        let material = ConfigurationFile.material(for: file, directory: certs)
+        do {
+            try material.ensure(logger: logger)
+        } catch {
+            logger.error("cannot create the certificate material in \(material.directory): \(error)")
+            throw ExitCode(1)
+        }
 
+        let demo = file.teams.first.flatMap { team in
+            team.keys.first.map { key in
+                DemoIdentity(teamID: team.teamId, keyID: key.keyId, bundleID: team.apps.first ?? "com.example.app", keyPath: material.tokenKeyPath(.init(keyID: key.keyId, teamID: team.teamId, path: key.path)))
+            }
+        }
+        let adminPortShown = file.admin.port
         let environmentName = server.environment
         let apns = APNSMockServer(configuration: server, logger: logger) { listener in
-            Console.line("apns-mock listening apns=\(listener.port) admin=\(adminPort ?? 2198)")
+            Console.line("apns-mock listening apns=\(listener.port) admin=\(adminPortShown)")
             Banner.print(material: material, demo: demo, port: listener.port, environment: environmentName)
         }
         let group = ServiceGroup(
@@ -75,38 +87,39 @@ struct Serve: AsyncParsableCommand {
     }
 }
 
-/// The demo team, key and app every fresh checkout gets, so the first `curl` works.
+/// The team, key and app the banner's example request uses: the configuration's first team and
+/// key (on the defaults, DEMOTEAM01 / DEMOKEY001 / com.example.app).
 struct DemoIdentity {
     var teamID: String
     var keyID: String
     var bundleID: String
+    var keyPath: String
 
-    static let `default` = DemoIdentity(teamID: "DEMOTEAM01", keyID: "DEMOKEY001", bundleID: "com.example.app")
+    static let `default` = DemoIdentity(
+        teamID: "DEMOTEAM01", keyID: "DEMOKEY001", bundleID: "com.example.app", keyPath: "certs/AuthKey_DEMOKEY001.p8")
 }
 
 /// What `serve` tells a newcomer on start: where the material is, and a request that works.
 enum Banner {
-    static func print(material: TestCertificates, demo: DemoIdentity, port: Int, environment: APNSEnvironment) {
-        let keyPath = material.tokenKeyPath(.init(keyID: demo.keyID, teamID: demo.teamID, path: "AuthKey_\(demo.keyID).p8"))
-        let token = (try? String(contentsOfFile: keyPath, encoding: .utf8)).flatMap {
-            try? ProviderTokenSigner.token(
-                keyPEM: $0, teamID: demo.teamID, keyID: demo.keyID, issuedAt: Int(Date().timeIntervalSince1970))
-        }
-        let token64 = String(repeating: "ab", count: 32)
-        var lines = [
-            "CA certificate:   \(material.caPath)   (trust it in your client)",
-            "demo token key:   \(keyPath)   team \(demo.teamID), key ID \(demo.keyID)",
-            "client cert auth: \(material.clientCertificatePaths(for: demo.bundleID).certificate)",
-            "default environment: \(environment.rawValue)",
-            "try it:",
-        ]
+    static func print(material: TestCertificates, demo: DemoIdentity?, port: Int, environment: APNSEnvironment) {
+        var lines = ["CA certificate:   \(material.caPath)   (trust it in your client)"]
         var curl = "  curl --http2 --cacert \(material.caPath) -i"
-        if let token {
-            curl += " -H 'authorization: bearer \(token)'"
+        if let demo {
+            lines.append("token key:        \(demo.keyPath)   team \(demo.teamID), key ID \(demo.keyID)")
+            lines.append("client cert auth: \(material.clientCertificatePaths(for: demo.bundleID).certificate)")
+            let token = (try? String(contentsOfFile: demo.keyPath, encoding: .utf8)).flatMap {
+                try? ProviderTokenSigner.token(
+                    keyPEM: $0, teamID: demo.teamID, keyID: demo.keyID, issuedAt: Int(Date().timeIntervalSince1970))
+            }
+            if let token {
+                curl += " -H 'authorization: bearer \(token)'"
+            }
         }
-        curl += " -H 'apns-topic: \(demo.bundleID)' -H 'apns-push-type: alert'"
+        lines.append("default environment: \(environment.rawValue)")
+        lines.append("try it:")
+        curl += " -H 'apns-topic: \(demo?.bundleID ?? "com.example.app")' -H 'apns-push-type: alert'"
         curl += #" -d '{"aps":{"alert":"hello"}}'"#
-        curl += " https://localhost:\(port)/3/device/\(token64)"
+        curl += " https://localhost:\(port)/3/device/\(String(repeating: "ab", count: 32))"
         lines.append(curl)
         for line in lines {
             Console.line(line)

@@ -33,7 +33,7 @@ struct EndToEndTests {
         try await MockHarness.withRunningMock { mock in
             let sent = "123e4567-e89b-12d3-a456-426614174000"
             let response = try await Curl.send(
-                url: "\(mock.baseURL)/3/device/\(Self.token)", caPath: mock.caPath, headers: ["apns-id": sent])
+                url: "\(mock.baseURL)/3/device/\(Self.token)", caPath: mock.caPath, headers: ["apns-id": sent, "apns-topic": "com.example.app"])
             #expect(response.status == 200)
             #expect(response.headers["apns-id"] == sent)
         }

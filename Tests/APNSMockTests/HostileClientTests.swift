@@ -81,7 +81,7 @@ struct HostileClientTests {
             for _ in 0..<3 {
                 let client = try await RawClient.connect(port: mock.apnsPort, security: .tls(caPath: mock.caPath, alpn: ["h2"]))
                 let headers = H2.headers(stream: 1, [
-                    (":method", "POST"), (":scheme", "https"), (":path", "/3/device/\(Self.token)"), (":authority", "localhost"),
+                    (":method", "POST"), (":scheme", "https"), (":path", "/3/device/\(Self.token)"), (":authority", "localhost"), ("apns-topic", "com.example.app"),
                 ], endStream: false)
                 try await client.send(H2.preface + H2.settings() + headers + H2.data(stream: 1, Array(Self.body.prefix(5)), endStream: false))
                 await client.close()

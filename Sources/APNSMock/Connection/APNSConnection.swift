@@ -33,7 +33,7 @@ final class APNSConnection {
     private(set) var state: State = .handshaking
     private(set) var closeCause: CloseCause?
     private(set) var context: ConnectionContext
-    private var random = FastRandom()
+    private var requestState: ConnectionState
 
     /// Plaintext from TLS on its way into nghttp2; plaintext from nghttp2 on its way into TLS,
     /// coalesced so that many small frames become few TLS records.
@@ -50,6 +50,7 @@ final class APNSConnection {
         self.logger = logger
         self.logger[metadataKey: "connection"] = "\(id)"
         self.context = ConnectionContext(connectionID: id, sniEnvironment: nil)
+        self.requestState = ConnectionState(devices: responder.devices)
         plaintextIn = .allocate(byteCount: Self.plaintextBufferSize, alignment: 16)
         plaintextOut = .allocate(byteCount: Self.plaintextBufferSize, alignment: 16)
     }
@@ -234,7 +235,7 @@ final class APNSConnection {
 extension APNSConnection: HTTP2SessionDelegate {
     func session(_ session: HTTP2Session, didReceive stream: StreamState) {
         let response = responder.respond(
-            to: stream.request, streamID: stream.streamID, connection: context, random: &random)
+            to: stream.request, streamID: stream.streamID, connection: context, state: &requestState)
         session.submit(response, for: stream)
     }
 }

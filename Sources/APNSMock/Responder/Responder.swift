@@ -1,5 +1,6 @@
 import APNSMockCore
 import Logging
+import Synchronization
 
 /// What a request's connection contributes to deciding it.
 struct ConnectionContext: Sendable {
@@ -10,17 +11,39 @@ struct ConnectionContext: Sendable {
 
 /// Decides every request: validation, then the response that goes with the verdict.
 ///
-/// Shared by all connections on all event loops; it holds only immutable configuration, so the
-/// request path takes no lock here.
+/// Shared by all connections on all event loops. Configuration is immutable; the device registry
+/// is read through a per-connection snapshot (see ``DeviceStore``); the only lock on the request
+/// path is the rate limiter's, and only when a rate limit is configured.
 final class Responder: Sendable {
     let validator: Validator
     let defaultEnvironment: APNSEnvironment
+    let allowedTopics: AllowedTopics
+    let devices: DeviceStore
+    /// `nil` inside when no rate limit is configured; then the lock is never taken.
+    private let rateLimiter: Mutex<RateLimiter?>
+    private let isRateLimited: Bool
     let logger: Logger
 
-    init(validator: Validator, defaultEnvironment: APNSEnvironment, logger: Logger) {
+    init(
+        validator: Validator, defaultEnvironment: APNSEnvironment, allowedTopics: AllowedTopics = .any,
+        devices: DeviceStore = DeviceStore(DeviceRegistry()), logger: Logger
+    ) {
         self.validator = validator
         self.defaultEnvironment = defaultEnvironment
+        self.allowedTopics = allowedTopics
+        self.devices = devices
+        self.rateLimiter = Mutex(validator.settings.rateLimit.map { RateLimiter(limit: $0) })
+        self.isRateLimited = validator.settings.rateLimit != nil
         self.logger = logger
+    }
+
+    convenience init(configuration: ServerConfiguration, logger: Logger) {
+        self.init(
+            validator: Validator(settings: configuration.validation),
+            defaultEnvironment: configuration.environment,
+            allowedTopics: configuration.allowedTopics,
+            devices: DeviceStore(configuration.devices),
+            logger: logger)
     }
 
     /// The environment of one request: the `:authority` the client addressed, else the TLS SNI
@@ -36,19 +59,26 @@ final class Responder: Sendable {
         to request: PushRequest,
         streamID: Int32,
         connection: ConnectionContext,
-        random: inout FastRandom
+        state: inout ConnectionState
     ) -> APNSResponse {
         let environment = environment(of: request, connection: connection)
-        let decision = validator.validate(request, context: RequestContext(environment: environment))
+        let context = RequestContext(
+            environment: environment, allowedTopics: allowedTopics,
+            devices: state.devices.refreshed(from: devices))
+        var decision = validator.validate(request, context: context)
+        if isRateLimited, decision.acceptedPush != nil {
+            let checked = decision
+            decision = rateLimiter.withLock { limiter in limiter?.apply(to: checked) ?? checked }
+        }
         let apnsID: APNSResponse.RequestID
-        if let sent = request.apnsID, RequestIDFormat.isCanonical(sent) {
+        if let sent = request.apnsID, HeaderSyntax.isCanonicalUUID(sent) {
             apnsID = .echoed(sent)
         } else {
-            apnsID = .generated(UUIDValue.random(using: &random))
+            apnsID = .generated(UUIDValue.random(using: &state.random))
         }
         switch decision {
         case .accepted:
-            let uniqueID = environment == .sandbox ? UUIDValue.random(using: &random) : nil
+            let uniqueID = environment == .sandbox ? UUIDValue.random(using: &state.random) : nil
             return .accepted(apnsID: apnsID, uniqueID: uniqueID)
         case .rejected(let rejection):
             let response = APNSResponse.rejected(rejection, apnsID: apnsID)
@@ -66,26 +96,12 @@ final class Responder: Sendable {
     }
 }
 
-/// The canonical 8-4-4-4-12 UUID text APNs accepts in `apns-id`, either case.
-enum RequestIDFormat {
-    static func isCanonical(_ text: String) -> Bool {
-        var count = 0
-        for byte in text.utf8 {
-            switch count {
-            case 8, 13, 18, 23:
-                guard byte == UInt8(ascii: "-") else { return false }
-            default:
-                switch byte {
-                case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"),
-                     UInt8(ascii: "A")...UInt8(ascii: "F"):
-                    break
-                default:
-                    return false
-                }
-            }
-            count += 1
-            if count > 36 { return false }
-        }
-        return count == 36
+/// What a connection keeps between its requests so that answering one needs no shared state.
+struct ConnectionState {
+    var random = FastRandom()
+    var devices: DeviceStore.Snapshot
+
+    init(devices: DeviceStore) {
+        self.devices = DeviceStore.Snapshot(devices)
     }
 }

@@ -64,7 +64,7 @@ struct CurlResponse: Sendable {
 enum Curl {
     /// Sends one request with curl over HTTP/2 and TLS, trusting `caPath`.
     static func send(
-        url: String, caPath: String, method: String = "POST", headers: [String: String] = [:],
+        url: String, caPath: String, method: String = "POST", headers: [String: String] = ["apns-topic": "com.example.app"],
         body: Data? = Data(#"{"aps":{"alert":"hello"}}"#.utf8), extra: [String] = []
     ) async throws -> CurlResponse {
         var arguments = ["-sS", "--http2", "--cacert", caPath, "-i", "-X", method, "--max-time", "20"]

@@ -44,7 +44,7 @@ enum H2 {
     /// A POST to `/3/device/<token>` as a client would send it.
     static func request(stream: UInt32, token: String, extra: [(String, String)] = [], body: [UInt8]) -> [UInt8] {
         let fields = [(":method", "POST"), (":scheme", "https"), (":path", "/3/device/\(token)"),
-                      (":authority", "localhost")] + extra
+                      (":authority", "localhost"), ("apns-topic", "com.example.app")] + extra
         return headers(stream: stream, fields, endStream: body.isEmpty) + (body.isEmpty ? [] : data(stream: stream, body, endStream: true))
     }
 
