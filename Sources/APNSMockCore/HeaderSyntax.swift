@@ -55,7 +55,8 @@ public enum HeaderSyntax {
 
     /// Where `:path` points: the device token of `/3/device/<token>`, or what is wrong with it.
     public enum DevicePath: Sendable, Equatable {
-        case token(String)
+        /// The token as a slice of the path (no copy).
+        case token(Substring)
         /// `/3/device/` with nothing after it.
         case missingToken
         /// Any other path, including a token followed by another segment.
@@ -64,15 +65,19 @@ public enum HeaderSyntax {
 
     /// Reads `:path` in one pass over its bytes.
     public static func devicePath(_ path: String) -> DevicePath {
-        path.withUTF8Bytes { bytes in
-            let prefixLength = devicePathPrefix.utf8CodeUnitCount
+        let prefixLength = devicePathPrefix.utf8CodeUnitCount
+        let shape: DevicePath? = path.withUTF8Bytes { bytes in
             guard bytes.count >= prefixLength,
                   memoryEqual(bytes.baseAddress, devicePathPrefix.utf8Start, prefixLength) else { return .badPath }
             let token = UnsafeBufferPointer(rebasing: bytes[prefixLength...])
             if token.isEmpty { return .missingToken }
             if token.contains(UInt8(ascii: "/")) { return .badPath }
-            return .token(String(decoding: token, as: UTF8.self))
+            return nil
         }
+        if let shape { return shape }
+        // The prefix is ASCII, so its end is a valid index into the path's UTF-8.
+        let start = path.utf8.index(path.utf8.startIndex, offsetBy: prefixLength)
+        return .token(path[start...])
     }
 
     private static let devicePathPrefix: StaticString = "/3/device/"

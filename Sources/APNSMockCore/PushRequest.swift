@@ -5,6 +5,7 @@
 /// interpreting them is the validator's job, so that deciding stays separate from collecting.
 public struct PushRequest: Sendable {
     public var method: String?
+    public var scheme: String?
     public var path: String?
     public var authority: String?
     public var authorization: String?
@@ -32,31 +33,68 @@ public struct PushRequest: Sendable {
     /// Records one header. Known APNs headers go to their field; a second occurrence of a known
     /// header marks the request as carrying duplicate headers.
     public mutating func setHeader(name: String, value: String) {
+        var name = name
+        let known = name.withUTF8 { KnownHeader(name: UnsafeRawBufferPointer($0)) }
+        if let known {
+            set(known, value: value)
+        } else {
+            addOtherHeader(name: name, value: value)
+        }
+    }
+
+    /// Records a header the engine already identified (see ``KnownHeader/init(name:)``), so that
+    /// the hot path never builds a String for a header name.
+    public mutating func set(_ header: KnownHeader, value: String) {
         func assign(_ field: inout String?) {
             if field == nil {
                 field = value
             } else if duplicatedHeader == nil {
-                duplicatedHeader = name
+                duplicatedHeader = header.name
             }
         }
-        switch name {
-        case HeaderName.method: assign(&method)
-        case HeaderName.path: assign(&path)
-        case HeaderName.authority: assign(&authority)
-        case HeaderName.authorization: assign(&authorization)
-        case HeaderName.apnsID: assign(&apnsID)
-        case HeaderName.apnsExpiration: assign(&expiration)
-        case HeaderName.apnsPriority: assign(&priority)
-        case HeaderName.apnsTopic: assign(&topic)
-        case HeaderName.apnsCollapseID: assign(&collapseID)
-        case HeaderName.apnsPushType: assign(&pushType)
-        default:
-            if duplicatedHeader == nil, name.hasPrefix("apns-"),
-               otherHeaders.contains(where: { $0.name == name }) {
-                duplicatedHeader = name
-            }
-            otherHeaders.append((name, value))
+        switch header {
+        case .method: assign(&method)
+        case .scheme: assign(&scheme)
+        case .path: assign(&path)
+        case .authority: assign(&authority)
+        case .authorization: assign(&authorization)
+        case .apnsID: assign(&apnsID)
+        case .expiration: assign(&expiration)
+        case .priority: assign(&priority)
+        case .topic: assign(&topic)
+        case .collapseID: assign(&collapseID)
+        case .pushType: assign(&pushType)
         }
+    }
+
+    /// Records a header APNs does not interpret (kept for the record); an unknown `apns-` header
+    /// sent twice still counts as DuplicateHeaders.
+    public mutating func addOtherHeader(name: String, value: String) {
+        if duplicatedHeader == nil, name.utf8.starts(with: "apns-".utf8),
+           otherHeaders.contains(where: { $0.name == name }) {
+            duplicatedHeader = name
+        }
+        otherHeaders.append((name, value))
+    }
+
+    /// Empties the request for reuse by the next stream, keeping the storage of ``body`` and
+    /// ``otherHeaders`` so that a long-lived connection does not allocate them per request.
+    public mutating func reset() {
+        method = nil
+        scheme = nil
+        path = nil
+        authority = nil
+        authorization = nil
+        apnsID = nil
+        expiration = nil
+        priority = nil
+        topic = nil
+        collapseID = nil
+        pushType = nil
+        duplicatedHeader = nil
+        otherHeaders.removeAll(keepingCapacity: true)
+        body.removeAll(keepingCapacity: true)
+        bodyLength = 0
     }
 
     /// Appends received DATA, keeping at most ``bodyLimit`` bytes.
@@ -66,5 +104,53 @@ public struct PushRequest: Sendable {
         if room > 0 {
             body.append(contentsOf: bytes.prefix(room))
         }
+    }
+}
+
+/// The request headers APNs interprets, identified from raw name bytes without building a String.
+public enum KnownHeader: Int, CaseIterable, Sendable {
+    case method, scheme, path, authority, authorization
+    case apnsID, expiration, priority, topic, collapseID, pushType
+
+    /// The header's name as HTTP/2 carries it (lowercase).
+    public var name: String { String(describing: staticName) }
+
+    private var staticName: StaticString {
+        switch self {
+        case .method: ":method"
+        case .scheme: ":scheme"
+        case .path: ":path"
+        case .authority: ":authority"
+        case .authorization: "authorization"
+        case .apnsID: "apns-id"
+        case .expiration: "apns-expiration"
+        case .priority: "apns-priority"
+        case .topic: "apns-topic"
+        case .collapseID: "apns-collapse-id"
+        case .pushType: "apns-push-type"
+        }
+    }
+
+    /// The known header named by `name` (HTTP/2 names are lowercase; nghttp2 rejects others), or
+    /// `nil` for any other header.
+    public init?(name: UnsafeRawBufferPointer) {
+        func named(_ candidate: KnownHeader) -> Bool {
+            // Lengths are equal (dispatched below), so only the bytes are compared.
+            memoryEqual(name.baseAddress?.assumingMemoryBound(to: UInt8.self), candidate.staticName.utf8Start, name.count)
+        }
+        // Dispatch on length first: at most three comparisons, no allocation.
+        let match: KnownHeader?
+        switch name.count {
+        case 5: match = named(.path) ? .path : nil
+        case 7: match = named(.method) ? .method : named(.scheme) ? .scheme : named(.apnsID) ? .apnsID : nil
+        case 10: match = named(.authority) ? .authority : named(.topic) ? .topic : nil
+        case 13: match = named(.authorization) ? .authorization : named(.priority) ? .priority : nil
+        case 14: match = named(.pushType) ? .pushType : nil
+        case 15: match = named(.expiration) ? .expiration : nil
+        case 16: match = named(.collapseID) ? .collapseID : nil
+        default: match = nil
+        }
+        guard let match else { return nil }
+        self = match
     }
 }

@@ -113,3 +113,19 @@ func notRFC3339(text: String) {
     registry.register(DeviceEntry(token: "ab"))
     #expect(registry.entries.map(\.token) == ["ab", "cd"])
 }
+
+@Suite("Known header names")
+struct KnownHeaderTests {
+    @Test(arguments: KnownHeader.allCases)
+    func nameRoundTripsThroughBytes(_ header: KnownHeader) {
+        var name = header.name
+        let identified = name.withUTF8 { KnownHeader(name: UnsafeRawBufferPointer($0)) }
+        #expect(identified == header)
+    }
+
+    @Test(arguments: ["apns-priorit", "apns-priorityx", ":Path", "user-agent", "", "apns-topics", "content-length"])
+    func otherNamesAreNotKnown(_ name: String) {
+        var name = name
+        #expect(name.withUTF8 { KnownHeader(name: UnsafeRawBufferPointer($0)) } == nil)
+    }
+}

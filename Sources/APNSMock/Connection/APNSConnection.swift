@@ -30,16 +30,19 @@ final class APNSConnection {
     private let settings: HTTP2Settings
     private let responder: Responder
     private var logger: Logger
-    private(set) var state: State = .handshaking
+    @exclusivity(unchecked) private(set) var state: State = .handshaking
     private(set) var closeCause: CloseCause?
-    private(set) var context: ConnectionContext
-    private var requestState: ConnectionState
+    @exclusivity(unchecked) private(set) var context: ConnectionContext
+    @exclusivity(unchecked) private var requestState: ConnectionState
+
+    // The properties marked @exclusivity(unchecked) are touched for every request, only from the
+    // connection's event loop and never through overlapping accesses, so the runtime check is skipped.
 
     /// Plaintext from TLS on its way into nghttp2; plaintext from nghttp2 on its way into TLS,
     /// coalesced so that many small frames become few TLS records.
     private let plaintextIn: UnsafeMutableRawBufferPointer
     private let plaintextOut: UnsafeMutableRawBufferPointer
-    private var plaintextOutCount = 0
+    @exclusivity(unchecked) private var plaintextOutCount = 0
     private static let plaintextBufferSize = 16 * 1024
 
     init(id: UInt64, tlsContext: TLSContext, settings: HTTP2Settings, responder: Responder, logger: Logger) throws {
@@ -234,8 +237,12 @@ final class APNSConnection {
 
 extension APNSConnection: HTTP2SessionDelegate {
     func session(_ session: HTTP2Session, didReceive stream: StreamState) {
+        // Move the request out of the stream state rather than copying it (a copy retains every
+        // field), and move it back afterwards so its storage is reused by the next stream.
+        let request = stream.takeRequest()
         let response = responder.respond(
-            to: stream.request, streamID: stream.streamID, connection: context, state: &requestState)
+            to: request, streamID: stream.streamID, connection: context, state: &requestState)
+        stream.restoreRequest(request)
         session.submit(response, for: stream)
     }
 }

@@ -1,5 +1,6 @@
 internal import CNGHTTP2
 import APNSMockCore
+import Glibc
 
 /// Receives complete requests from an ``HTTP2Session``.
 protocol HTTP2SessionDelegate: AnyObject {
@@ -27,14 +28,14 @@ final class HTTP2Session {
     private let settings: HTTP2Settings
     unowned let delegate: any HTTP2SessionDelegate
 
-    /// Open request streams by id. This dictionary owns the states; nghttp2 never holds them.
-    private var streams: [Int32: StreamState] = [:]
-    /// The stream headers/data arrived for last: frames of one stream arrive back to back, so this
-    /// spares most dictionary look-ups.
-    private var lastStream: StreamState?
-    /// Finished states kept for reuse.
-    private var streamPool: [StreamState] = []
-    private static let streamPoolLimit = 64
+    /// Owns every ``StreamState`` this session has live or pooled. nghttp2 keeps an unretained
+    /// pointer to each open stream's state as its stream user data, so finding a stream's state in
+    /// a callback is nghttp2's own lookup, with no Swift dictionary on the request path.
+    @exclusivity(unchecked) private var states: [StreamState] = []
+    /// States of closed streams, ready for reuse (indices into `states` are kept in each state).
+    @exclusivity(unchecked) private var idleStates: [StreamState] = []
+    private static let idleStatesLimit = 64
+    @exclusivity(unchecked) private var openStreams = 0
 
     /// Header values for a response are assembled here; nghttp2 copies them on submit.
     private let scratch: UnsafeMutableRawBufferPointer
@@ -110,7 +111,7 @@ final class HTTP2Session {
 
     var wantsRead: Bool { nghttp2_session_want_read(session) != 0 }
     var wantsWrite: Bool { nghttp2_session_want_write(session) != 0 }
-    var openStreamCount: Int { streams.count }
+    var openStreamCount: Int { openStreams }
 
     /// Announces the end of the connection with GOAWAY (NO_ERROR) carrying `{"reason":…}`.
     /// Streams already received are still answered; nghttp2 stops wanting to read once they are.
@@ -146,7 +147,7 @@ final class HTTP2Session {
 
     /// Queues `response` on `stream`. Does nothing if the stream has meanwhile been closed.
     func submit(_ response: APNSResponse, for stream: StreamState) {
-        guard streams[stream.streamID] === stream else { return }
+        guard stream.streamID != 0, self.stream(stream.streamID) === stream else { return }
         if let rejection = response.rejection {
             stream.responseBody = ErrorBody.bytes(for: rejection)
             stream.responseOffset = 0
@@ -200,29 +201,39 @@ final class HTTP2Session {
     // MARK: Stream bookkeeping
 
     fileprivate func beginStream(_ streamID: Int32) {
-        let state = streamPool.popLast() ?? StreamState()
+        let state: StreamState
+        if let idle = idleStates.popLast() {
+            state = idle
+        } else {
+            state = StreamState()
+            state.poolIndex = states.count
+            states.append(state)
+        }
         state.reset(streamID: streamID)
-        streams[streamID] = state
-        lastStream = state
+        openStreams += 1
+        nghttp2_session_set_stream_user_data(session, streamID, Unmanaged.passUnretained(state).toOpaque())
     }
 
     fileprivate func stream(_ streamID: Int32) -> StreamState? {
-        if let last = lastStream, last.streamID == streamID {
-            return last
-        }
-        let found = streams[streamID]
-        lastStream = found
-        return found
+        guard let pointer = nghttp2_session_get_stream_user_data(session, streamID) else { return nil }
+        return Unmanaged<StreamState>.fromOpaque(pointer).takeUnretainedValue()
     }
 
     fileprivate func closeStream(_ streamID: Int32) {
-        guard let state = streams.removeValue(forKey: streamID) else { return }
-        if lastStream === state {
-            lastStream = nil
-        }
-        if streamPool.count < Self.streamPoolLimit {
+        guard let state = stream(streamID) else { return }
+        nghttp2_session_set_stream_user_data(session, streamID, nil)
+        openStreams -= 1
+        state.streamID = 0
+        if idleStates.count < Self.idleStatesLimit {
             state.responseBody.removeAll(keepingCapacity: true)
-            streamPool.append(state)
+            idleStates.append(state)
+        } else {
+            // Past the pool's size the state is dropped, so a burst of streams does not pin memory.
+            let last = states.removeLast()
+            if last !== state {
+                states[state.poolIndex] = last
+                last.poolIndex = state.poolIndex
+            }
         }
     }
 
@@ -236,9 +247,52 @@ final class HTTP2Session {
             state.dispatched = true
             return false
         }
-        state.request.setHeader(
-            name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
+        if let known = KnownHeader(name: UnsafeRawBufferPointer(name)) {
+            let text = Self.reuse(&knownValues[known.rawValue], value)
+            state.request.set(known, value: text)
+        } else {
+            let (name, text) = otherHeader(name, value)
+            state.request.addOtherHeader(name: name, value: text)
+        }
         return true
+    }
+
+    /// The previous value of each known header on this connection. Providers (and load tests)
+    /// send the same path, topic and token over and over, so most values are reused instead of
+    /// being decoded into a new String for every request.
+    @exclusivity(unchecked) private var knownValues = [String?](repeating: nil, count: KnownHeader.allCases.count)
+    /// Other headers seen on this connection (user-agent, content-length…) with their last value,
+    /// reused likewise.
+    @exclusivity(unchecked) private var otherHeaders: [(name: String, value: String?)] = []
+    private static let otherHeadersLimit = 16
+
+    private static func reuse(_ cached: inout String?, _ bytes: UnsafeBufferPointer<UInt8>) -> String {
+        if let text = cached, Self.equal(text, bytes) {
+            return text
+        }
+        let text = String(decoding: bytes, as: UTF8.self)
+        cached = text
+        return text
+    }
+
+    private func otherHeader(
+        _ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>
+    ) -> (name: String, value: String) {
+        for index in otherHeaders.indices where Self.equal(otherHeaders[index].name, name) {
+            return (otherHeaders[index].name, Self.reuse(&otherHeaders[index].value, value))
+        }
+        let entry = (name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
+        if otherHeaders.count < Self.otherHeadersLimit {
+            otherHeaders.append((entry.name, entry.value))
+        }
+        return entry
+    }
+
+    private static func equal(_ text: String, _ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        text.utf8.withContiguousStorageIfAvailable { stored in
+            stored.count == bytes.count
+                && (stored.count == 0 || memcmp(stored.baseAddress!, bytes.baseAddress!, stored.count) == 0)
+        } ?? false
     }
 
     fileprivate func data(streamID: Int32, bytes: UnsafeRawBufferPointer) {
@@ -272,13 +326,15 @@ final class HTTP2Session {
 
 // MARK: - nghttp2 callbacks
 
-private func owner(_ userData: UnsafeMutableRawPointer?) -> HTTP2Session {
-    Unmanaged<HTTP2Session>.fromOpaque(userData!).takeUnretainedValue()
+/// Runs `body` with the session a callback's `user_data` points to, without retaining it: the
+/// session is alive for the whole `mem_recv`/`mem_send` call the callback runs inside.
+private func withOwner<T>(_ userData: UnsafeMutableRawPointer?, _ body: (HTTP2Session) -> T) -> T {
+    Unmanaged<HTTP2Session>.fromOpaque(userData!)._withUnsafeGuaranteedRef(body)
 }
 
 private let readResponseBody: nghttp2_data_source_read_callback = {
     _, streamID, buffer, length, flags, _, userData in
-    owner(userData).copyResponseBody(streamID: streamID, into: buffer!, length: length, flags: flags!)
+    withOwner(userData) { $0.copyResponseBody(streamID: streamID, into: buffer!, length: length, flags: flags!) }
 }
 
 extension HTTP2Session {
@@ -287,23 +343,25 @@ extension HTTP2Session {
             guard let frame else { return 0 }
             if frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue),
                frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
-                owner(userData).beginStream(frame.pointee.hd.stream_id)
+                withOwner(userData) { $0.beginStream(frame.pointee.hd.stream_id) }
             }
             return 0
         }
         nghttp2_session_callbacks_set_on_header_callback(callbacks) {
             _, frame, name, nameLength, value, valueLength, _, userData in
             guard let frame, let name, let value else { return 0 }
-            let accepted = owner(userData).header(
-                streamID: frame.pointee.hd.stream_id,
-                name: UnsafeBufferPointer(start: name, count: nameLength),
-                value: UnsafeBufferPointer(start: value, count: valueLength))
+            let accepted = withOwner(userData) {
+                $0.header(
+                    streamID: frame.pointee.hd.stream_id,
+                    name: UnsafeBufferPointer(start: name, count: nameLength),
+                    value: UnsafeBufferPointer(start: value, count: valueLength))
+            }
             return accepted ? 0 : Int32(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
         }
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) {
             _, _, streamID, data, length, userData in
             guard let data else { return 0 }
-            owner(userData).data(streamID: streamID, bytes: UnsafeRawBufferPointer(start: data, count: length))
+            withOwner(userData) { $0.data(streamID: streamID, bytes: UnsafeRawBufferPointer(start: data, count: length)) }
             return 0
         }
         nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, userData in
@@ -312,12 +370,12 @@ extension HTTP2Session {
             let endStream = frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
             if endStream, type == UInt8(NGHTTP2_HEADERS.rawValue) || type == UInt8(NGHTTP2_DATA.rawValue) {
                 // The stream may already be gone (reset for oversized headers); endOfStream checks.
-                owner(userData).endOfStream(frame.pointee.hd.stream_id)
+                withOwner(userData) { $0.endOfStream(frame.pointee.hd.stream_id) }
             }
             return 0
         }
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, _, userData in
-            owner(userData).closeStream(streamID)
+            withOwner(userData) { $0.closeStream(streamID) }
             return 0
         }
     }

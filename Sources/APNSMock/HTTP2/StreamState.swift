@@ -5,23 +5,37 @@ import APNSMockCore
 /// Instances are recycled by their session (see `HTTP2Session.streamPool`) so that a long-lived
 /// connection does not allocate a new one, nor new body storage, for every request.
 final class StreamState {
-    var streamID: Int32 = 0
-    var request = PushRequest()
+    /// 0 while the state is not bound to an open stream.
+    @exclusivity(unchecked) var streamID: Int32 = 0
+    /// Position in the owning session's `states`.
+    @exclusivity(unchecked) var poolIndex = 0
+    // Touched several times per header from nghttp2 callbacks on one event loop, never
+    // concurrently; static exclusivity holds, so the per-access runtime check is skipped.
+    @exclusivity(unchecked) var request = PushRequest()
     /// Header-list bytes so far, counted as RFC 9113 does (name + value + 32 per field).
-    var headerListSize = 0
+    @exclusivity(unchecked) var headerListSize = 0
     /// Set once the request was handed to the responder, so END_STREAM is acted on once.
-    var dispatched = false
+    @exclusivity(unchecked) var dispatched = false
     /// Error body being sent by the data provider, and how much of it has gone out.
-    var responseBody: [UInt8] = []
-    var responseOffset = 0
+    @exclusivity(unchecked) var responseBody: [UInt8] = []
+    @exclusivity(unchecked) var responseOffset = 0
+
+    /// Moves the collected request out, leaving an empty one.
+    func takeRequest() -> PushRequest {
+        var taken = PushRequest()
+        swap(&taken, &request)
+        return taken
+    }
+
+    /// Puts a request taken with ``takeRequest()`` back, so that its storage is reused.
+    func restoreRequest(_ returned: consuming PushRequest) {
+        request = returned
+    }
 
     /// Readies a recycled instance for a new stream, keeping body capacity.
     func reset(streamID: Int32) {
         self.streamID = streamID
-        var body = request.body
-        body.removeAll(keepingCapacity: true)
-        request = PushRequest()
-        request.body = body
+        request.reset()
         headerListSize = 0
         dispatched = false
         responseBody.removeAll(keepingCapacity: true)

@@ -65,7 +65,7 @@ final class Responder: Sendable {
         let context = RequestContext(
             environment: environment, allowedTopics: allowedTopics,
             devices: state.devices.refreshed(from: devices))
-        var decision = validator.validate(request, context: context)
+        var decision = validator.validate(request, context: context, memo: &state.memo)
         if isRateLimited, decision.acceptedPush != nil {
             let checked = decision
             decision = rateLimiter.withLock { limiter in limiter?.apply(to: checked) ?? checked }
@@ -100,6 +100,7 @@ final class Responder: Sendable {
 struct ConnectionState {
     var random = FastRandom()
     var devices: DeviceStore.Snapshot
+    var memo = ValidationMemo()
 
     init(devices: DeviceStore) {
         self.devices = DeviceStore.Snapshot(devices)
