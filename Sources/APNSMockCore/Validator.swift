@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// What the validator needs to know about a request besides its headers and body: facts the server
 /// learned from the connection and state it keeps (the device registry), handed in so that
 /// validation itself stays pure.
@@ -389,7 +395,9 @@ public struct ValidationMemo: Sendable {
         _ request: PushRequest, pushType: PushType?, _ compute: (PushRequest, PushType?) -> [LintFinding]
     ) -> [LintFinding] {
         if let findings = lintFindings, lintPushType == pushType, request.bodyLength == lintPayload.count,
-           request.body == lintPayload {
+           request.body.withUnsafeBytes({ new in lintPayload.withUnsafeBytes { old in
+               new.count == old.count && (new.count == 0 || memcmp(new.baseAddress!, old.baseAddress!, new.count) == 0)
+           } }) {
             return findings
         }
         let findings = compute(request, pushType)

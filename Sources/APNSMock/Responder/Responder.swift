@@ -48,9 +48,16 @@ final class Responder: Sendable {
 
     /// The environment of one request: the `:authority` the client addressed, else the TLS SNI
     /// host, else the server's default (apns-behavior.md section 8).
-    func environment(of request: PushRequest, connection: ConnectionContext) -> APNSEnvironment {
-        if let authority = request.authority, let environment = APNSEnvironment(host: authority) {
-            return environment
+    func environment(of request: PushRequest, connection: ConnectionContext, state: inout ConnectionState) -> APNSEnvironment {
+        if let authority = request.authority {
+            // The same `:authority` arrives on every request of a connection; decide it once.
+            if authority != state.lastAuthority {
+                state.lastAuthority = authority
+                state.lastAuthorityEnvironment = APNSEnvironment(host: authority)
+            }
+            if let environment = state.lastAuthorityEnvironment {
+                return environment
+            }
         }
         return connection.sniEnvironment ?? defaultEnvironment
     }
@@ -61,7 +68,7 @@ final class Responder: Sendable {
         connection: ConnectionContext,
         state: inout ConnectionState
     ) -> APNSResponse {
-        let environment = environment(of: request, connection: connection)
+        let environment = environment(of: request, connection: connection, state: &state)
         let context = RequestContext(
             environment: environment, allowedTopics: allowedTopics,
             devices: state.devices.refreshed(from: devices))
@@ -101,6 +108,8 @@ struct ConnectionState {
     var random = FastRandom()
     var devices: DeviceStore.Snapshot
     var memo = ValidationMemo()
+    var lastAuthority: String?
+    var lastAuthorityEnvironment: APNSEnvironment?
 
     init(devices: DeviceStore) {
         self.devices = DeviceStore.Snapshot(devices)
