@@ -1,0 +1,23 @@
+/// How a request was authenticated, as the record of it shows (`"auth"` in interface.md's record
+/// shape): the method, and the team and key ID of a provider token, or the team of a client
+/// certificate.
+public struct AuthSummary: Sendable, Equatable, Codable {
+    public enum Method: String, Sendable, Codable {
+        case token
+        case certificate
+    }
+
+    /// `nil` when the request carried no usable credentials.
+    public var method: Method?
+    public var teamId: String?
+    public var keyId: String?
+
+    public init(method: Method? = nil, teamId: String? = nil, keyId: String? = nil) {
+        self.method = method
+        self.teamId = teamId
+        self.keyId = keyId
+    }
+
+    /// No credentials (yet): what a request gets before authentication is decided.
+    public static let none = AuthSummary()
+}
