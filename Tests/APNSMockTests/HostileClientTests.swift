@@ -153,4 +153,44 @@ struct HostileClientTests {
             await client.close()
         }
     }
+
+    @Test func clientThatStopsReadingIsNotBufferedWithoutBound() async throws {
+        try await MockHarness.withRunningMock { mock in
+            let client = try await RawClient.connect(port: mock.apnsPort, security: .tls(caPath: mock.caPath, alpn: ["h2"]))
+            try await client.send(H2.preface + H2.settings())
+            _ = await client.waitUntil { H2.parse($0).contains { $0.type == H2.FrameType.settings.rawValue } }
+            try await client.stopReading()
+            // Requests keep coming, responses are never read. Once the client's socket and the
+            // server's output are full, the server must stop reading, so the client's writes back up.
+            var sent = 0
+            var stream: UInt32 = 1
+            let limit = 256 * 1024 * 1024
+            var stalled = false
+            while sent < limit, !stalled {
+                if client.isWritable {
+                    var batch: [UInt8] = []
+                    for _ in 0..<100 {
+                        batch += H2.request(stream: stream, token: Self.token, body: Self.body)
+                        stream += 2
+                    }
+                    sent += batch.count
+                    client.enqueue(batch)
+                    await Task.yield()
+                } else {
+                    // Backed up: a server that still reads drains this within moments.
+                    var waited = 0
+                    while !client.isWritable, waited < 200 {
+                        try await Task.sleep(for: .milliseconds(10))
+                        waited += 1
+                    }
+                    stalled = !client.isWritable
+                }
+            }
+            // Loopback socket buffers hold several MiB each way; without back-pressure this reaches `limit`.
+            #expect(sent < 64 * 1024 * 1024, "sent \(sent) bytes before the stall")
+            #expect(stalled, "the server kept reading \(sent) bytes from a client that reads nothing")
+            await client.close()
+            try await Self.expectStillServing(mock)
+        }
+    }
 }

@@ -36,6 +36,10 @@ final class HTTP2Session {
     @exclusivity(unchecked) private var idleStates: [StreamState] = []
     private static let idleStatesLimit = 64
     @exclusivity(unchecked) private var openStreams = 0
+    /// The stream whose request headers are arriving: a header block is never interleaved with
+    /// another stream's frames (RFC 9113 §6.10), so the header callbacks that follow a
+    /// begin-headers callback find their state here without a look-up.
+    @exclusivity(unchecked) private unowned(unsafe) var headerBlockStream: StreamState?
 
     /// Header values for a response are assembled here; nghttp2 copies them on submit.
     private let scratch: UnsafeMutableRawBufferPointer
@@ -81,6 +85,8 @@ final class HTTP2Session {
     deinit {
         nghttp2_session_del(session)
         scratch.deallocate()
+        knownValues.deinitialize(count: KnownHeader.allCases.count)
+        knownValues.deallocate()
     }
 
     // MARK: Driving the session
@@ -211,10 +217,14 @@ final class HTTP2Session {
         }
         state.reset(streamID: streamID)
         openStreams += 1
+        headerBlockStream = state
         nghttp2_session_set_stream_user_data(session, streamID, Unmanaged.passUnretained(state).toOpaque())
     }
 
     fileprivate func stream(_ streamID: Int32) -> StreamState? {
+        if let current = headerBlockStream, current.streamID == streamID {
+            return current
+        }
         guard let pointer = nghttp2_session_get_stream_user_data(session, streamID) else { return nil }
         return Unmanaged<StreamState>.fromOpaque(pointer).takeUnretainedValue()
     }
@@ -223,6 +233,9 @@ final class HTTP2Session {
         guard let state = stream(streamID) else { return }
         nghttp2_session_set_stream_user_data(session, streamID, nil)
         openStreams -= 1
+        if headerBlockStream === state {
+            headerBlockStream = nil
+        }
         state.streamID = 0
         if idleStates.count < Self.idleStatesLimit {
             state.responseBody.removeAll(keepingCapacity: true)
@@ -260,7 +273,13 @@ final class HTTP2Session {
     /// The previous value of each known header on this connection. Providers (and load tests)
     /// send the same path, topic and token over and over, so most values are reused instead of
     /// being decoded into a new String for every request.
-    @exclusivity(unchecked) private var knownValues = [String?](repeating: nil, count: KnownHeader.allCases.count)
+    /// Fixed storage indexed by `KnownHeader.rawValue` (not an Array, whose every mutation checks
+    /// uniqueness).
+    private let knownValues: UnsafeMutablePointer<String?> = {
+        let values = UnsafeMutablePointer<String?>.allocate(capacity: KnownHeader.allCases.count)
+        values.initialize(repeating: nil, count: KnownHeader.allCases.count)
+        return values
+    }()
     /// Other headers seen on this connection (user-agent, content-length…) with their last value,
     /// reused likewise.
     @exclusivity(unchecked) private var otherHeaders: [(name: String, value: String?)] = []

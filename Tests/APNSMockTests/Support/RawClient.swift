@@ -82,6 +82,19 @@ final class RawClient: Sendable {
     }
 
     var received: [UInt8] { collector.snapshot.received }
+
+    /// Stops reading from the socket, like a client that no longer reads its responses.
+    func stopReading() async throws {
+        try await channel.setOption(ChannelOptions.autoRead, value: false).get()
+    }
+
+    /// Whether the channel still accepts writes without queueing past its high watermark.
+    var isWritable: Bool { channel.isWritable }
+
+    /// Writes without waiting for the bytes to reach the socket.
+    func enqueue(_ bytes: [UInt8]) {
+        channel.writeAndFlush(ByteBuffer(bytes: bytes), promise: nil)
+    }
 }
 
 private final class Collector: Sendable {
