@@ -26,7 +26,20 @@ public enum PushType: String, CaseIterable, Sendable, Codable {
     /// Parses a header value. Apple's values are lowercase and compared exactly, so `Alert` or
     /// ` alert` is unknown (→ InvalidPushType), as it is for APNs.
     public init?(headerValue: String) {
-        self.init(rawValue: headerValue)
+        // Byte comparison against the eleven names: `init(rawValue:)` on a String enum walks a
+        // generic string switch, measurable at load-test rates.
+        let found: PushType? = headerValue.withUTF8Bytes { bytes in
+            for type in PushType.allCases {
+                let name = type.rawValue
+                if name.utf8.count == bytes.count,
+                   name.utf8.withContiguousStorageIfAvailable({ memoryEqual(bytes.baseAddress, $0.baseAddress!, bytes.count) }) ?? (name == headerValue) {
+                    return type
+                }
+            }
+            return nil
+        }
+        guard let found else { return nil }
+        self = found
     }
 
     /// What follows the bundle ID in `apns-topic` for this type, including the leading dot; empty

@@ -184,6 +184,13 @@ public enum ValidationStep: String, CaseIterable, Sendable {
     /// validation walks the order for every request.
     public static let order: [ValidationStep] = allCases
 
+    /// The steps before ``authentication``: they read nothing but the request's headers (and the
+    /// validator's fixed settings), so their outcome can be reused for a request whose headers
+    /// are the same as the previous one's (see ``ValidationMemo``).
+    static let headerSteps: [ValidationStep] = Array(order.prefix { $0 != .authentication })
+    /// The steps from ``authentication`` on, which depend on the context or the payload.
+    static let contextSteps: [ValidationStep] = Array(order.drop { $0 != .authentication })
+
     /// The reasons this step can answer with.
     public var reasons: [Reason] {
         switch self {
@@ -230,8 +237,24 @@ public struct Validator: Sendable {
     /// Validates with `memo` carrying what the previous request of the same connection left to
     /// reuse (see ``ValidationMemo``); the decision is the same as without it.
     public func validate(_ request: PushRequest, context: RequestContext, memo: inout ValidationMemo) -> Decision {
-        var draft = Draft()
-        for step in ValidationStep.order {
+        var draft: Draft
+        let key = ValidationMemo.HeaderKey(request, certificateTopic: context.certificateTopic)
+        if let (previousKey, outcome) = memo.headerOutcome, previousKey == key {
+            switch outcome {
+            case .rejected(let rejection): return .rejected(rejection)
+            case .passed(let passed): draft = passed
+            }
+        } else {
+            draft = Draft()
+            var rejection: Rejection?
+            for step in ValidationStep.headerSteps {
+                rejection = check(step, request, context, &draft, &memo)
+                if rejection != nil { break }
+            }
+            memo.headerOutcome = (key, rejection.map { .rejected($0) } ?? .passed(draft))
+            if let rejection { return .rejected(rejection) }
+        }
+        for step in ValidationStep.contextSteps {
             if let rejection = check(step, request, context, &draft, &memo) {
                 return .rejected(rejection)
             }
@@ -265,7 +288,7 @@ public struct Validator: Sendable {
     }
 
     /// What the checks so far have interpreted, for the checks after them.
-    private struct Draft {
+    fileprivate struct Draft {
         var token = ""
         var pushType = PushType.default
         var priority: Int?
@@ -388,8 +411,36 @@ public struct ValidationMemo: Sendable {
     private var lintPushType: PushType?
     private var lintFindings: [LintFinding]?
     private var lastToken: String = ""
+    fileprivate var headerOutcome: (HeaderKey, HeaderOutcome)?
 
     public init() {}
+
+    /// Everything the header steps read. Strings compare by identity first, and the server hands
+    /// in the same String objects when a connection repeats a value, so a match costs a few word
+    /// comparisons.
+    fileprivate struct HeaderKey: Equatable {
+        var method, path, apnsID, expiration, priority, collapseID, pushType, topic: String?
+        var duplicatedHeader: String?
+        var certificateTopic: String?
+
+        init(_ request: PushRequest, certificateTopic: String?) {
+            method = request.method
+            path = request.path
+            apnsID = request.apnsID
+            expiration = request.expiration
+            priority = request.priority
+            collapseID = request.collapseID
+            pushType = request.pushType
+            topic = request.topic
+            duplicatedHeader = request.duplicatedHeader
+            self.certificateTopic = certificateTopic
+        }
+    }
+
+    fileprivate enum HeaderOutcome {
+        case passed(Validator.Draft)
+        case rejected(Rejection)
+    }
 
     mutating func lint(
         _ request: PushRequest, pushType: PushType?, _ compute: (PushRequest, PushType?) -> [LintFinding]
@@ -409,7 +460,13 @@ public struct ValidationMemo: Sendable {
     }
 
     mutating func token(_ text: Substring) -> String {
-        if text == lastToken[...] {
+        // Compared as bytes: Substring == String goes through Unicode-aware comparison.
+        let same = text.utf8.withContiguousStorageIfAvailable { new in
+            lastToken.utf8.withContiguousStorageIfAvailable { old in
+                new.count == old.count && (new.count == 0 || memoryEqual(new.baseAddress, old.baseAddress!, new.count))
+            }
+        }
+        if same == true {
             return lastToken
         }
         lastToken = String(text)

@@ -451,3 +451,20 @@ func pushTypeWithItsTopic(type: PushType) throws {
     ])
     #expect(ValidationStep.authentication.reasons.contains(.missingProviderToken))
 }
+
+/// A connection's memo must never change a decision: every row, validated after the baseline and
+/// after itself on the same memo, decides exactly as a fresh validation does.
+@Test("memoised validation decides as fresh validation", arguments: validationRows)
+func memoisedValidation(row: ValidationRow) {
+    var scenario = Scenario.baseline()
+    row.change(&scenario)
+    let fresh = scenario.decision()
+    let baseline = Scenario.baseline()
+    let validator = Validator(settings: scenario.settings)
+    var memo = ValidationMemo()
+    _ = validator.validate(baseline.request, context: baseline.context, memo: &memo)
+    #expect(validator.validate(scenario.request, context: scenario.context, memo: &memo) == fresh)
+    #expect(validator.validate(scenario.request, context: scenario.context, memo: &memo) == fresh)
+    _ = validator.validate(baseline.request, context: baseline.context, memo: &memo)
+    #expect(validator.validate(scenario.request, context: scenario.context, memo: &memo) == fresh)
+}
