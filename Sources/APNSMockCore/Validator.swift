@@ -238,8 +238,8 @@ public struct Validator: Sendable {
     /// reuse (see ``ValidationMemo``); the decision is the same as without it.
     public func validate(_ request: PushRequest, context: RequestContext, memo: inout ValidationMemo) -> Decision {
         var draft: Draft
-        let key = ValidationMemo.HeaderKey(request, certificateTopic: context.certificateTopic)
-        if let (previousKey, outcome) = memo.headerOutcome, previousKey == key {
+        if let (previousKey, outcome) = memo.headerOutcome,
+           previousKey.matches(request, certificateTopic: context.certificateTopic) {
             switch outcome {
             case .rejected(let rejection): return .rejected(rejection)
             case .passed(let passed): draft = passed
@@ -251,6 +251,7 @@ public struct Validator: Sendable {
                 rejection = check(step, request, context, &draft, &memo)
                 if rejection != nil { break }
             }
+            let key = ValidationMemo.HeaderKey(request, certificateTopic: context.certificateTopic)
             memo.headerOutcome = (key, rejection.map { .rejected($0) } ?? .passed(draft))
             if let rejection { return .rejected(rejection) }
         }
@@ -418,7 +419,7 @@ public struct ValidationMemo: Sendable {
     /// Everything the header steps read. Strings compare by identity first, and the server hands
     /// in the same String objects when a connection repeats a value, so a match costs a few word
     /// comparisons.
-    fileprivate struct HeaderKey: Equatable {
+    fileprivate struct HeaderKey {
         var method, path, apnsID, expiration, priority, collapseID, pushType, topic: String?
         var duplicatedHeader: String?
         var certificateTopic: String?
@@ -434,6 +435,14 @@ public struct ValidationMemo: Sendable {
             topic = request.topic
             duplicatedHeader = request.duplicatedHeader
             self.certificateTopic = certificateTopic
+        }
+
+        /// Compared field by field against the request in place, so that checking costs no copy.
+        func matches(_ request: PushRequest, certificateTopic: String?) -> Bool {
+            path == request.path && topic == request.topic && pushType == request.pushType
+                && method == request.method && apnsID == request.apnsID && priority == request.priority
+                && expiration == request.expiration && collapseID == request.collapseID
+                && duplicatedHeader == request.duplicatedHeader && self.certificateTopic == certificateTopic
         }
     }
 

@@ -34,7 +34,9 @@ final class HTTP2Session {
     @exclusivity(unchecked) private var states: [StreamState] = []
     /// States of closed streams, ready for reuse (indices into `states` are kept in each state).
     @exclusivity(unchecked) private var idleStates: [StreamState] = []
-    private static let idleStatesLimit = 64
+    /// Enough for the stream concurrency clients commonly run (h2load -m 100, pushy, aioapns); a
+    /// burst beyond it allocates, and the extra states are freed as the streams close.
+    private static let idleStatesLimit = 256
     @exclusivity(unchecked) private var openStreams = 0
     /// The stream whose request headers are arriving: a header block is never interleaved with
     /// another stream's frames (RFC 9113 §6.10), so the header callbacks that follow a
