@@ -16,7 +16,15 @@ struct AuthenticationResult {
 /// connections, so it needs no lock.
 struct AuthState {
     /// The client certificate, read once at the end of the handshake; set means certificate auth.
-    var certificate: ClientCertificateIdentity?
+    var certificate: ClientCertificateIdentity? {
+        didSet {
+            certificateTopics = certificate?.allowedTopics ?? .any
+            certificateSummary = AuthSummary(method: .certificate, teamId: certificate?.teamID)
+        }
+    }
+    /// Derived from ``certificate`` once, so that requests build no Set and no summary.
+    private(set) var certificateTopics: AllowedTopics = .any
+    private(set) var certificateSummary = AuthSummary.none
     /// The token the connection is bound to (the last one accepted), with its key.
     var binding: Binding?
     /// A one-entry verification cache: the last token string that was not the bound one, with
@@ -61,7 +69,9 @@ struct Authenticator: Sendable {
         authorization: String?, environment: APNSEnvironment, now: Int64, state: inout AuthState
     ) -> AuthenticationResult {
         if let certificate = state.certificate {
-            return authenticate(certificate: certificate, environment: environment)
+            return authenticate(
+                certificate: certificate, topics: state.certificateTopics, summary: state.certificateSummary,
+                environment: environment)
         }
         guard let authorization else {
             return refuse(.missingProviderToken, summary: .none)
@@ -124,8 +134,9 @@ struct Authenticator: Sendable {
             certificateTopic: nil, summary: key.summary)
     }
 
-    private func authenticate(certificate: ClientCertificateIdentity, environment: APNSEnvironment) -> AuthenticationResult {
-        let summary = AuthSummary(method: .certificate, teamId: certificate.teamID)
+    private func authenticate(
+        certificate: ClientCertificateIdentity, topics: AllowedTopics, summary: AuthSummary, environment: APNSEnvironment
+    ) -> AuthenticationResult {
         if certificate.problem != nil {
             return refuse(.badCertificate, summary: summary)
         }
@@ -133,7 +144,7 @@ struct Authenticator: Sendable {
             return refuse(.badCertificateEnvironment, summary: summary)
         }
         return AuthenticationResult(
-            failure: nil, allowedTopics: narrowsTopics ? certificate.allowedTopics : fallbackTopics,
+            failure: nil, allowedTopics: narrowsTopics ? topics : fallbackTopics,
             certificateTopic: certificate.defaultTopic, summary: summary)
     }
 
