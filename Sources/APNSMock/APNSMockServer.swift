@@ -41,7 +41,8 @@ public struct APNSMockServer: Service {
             certificateChainPath: configuration.certificatePath,
             privateKeyPath: configuration.privateKeyPath,
             clientCAPath: configuration.clientCAPath)
-        let responder = Responder(configuration: configuration, logger: logger)
+        let tokenKeys = try TokenKeys.load(configuration.teams)
+        let responder = Responder(configuration: configuration, tokenKeys: tokenKeys, logger: logger)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.threads))
         let quiesce = ServerQuiescingHelper(group: group)
         let connections = ConnectionRegistry()

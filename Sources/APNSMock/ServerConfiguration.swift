@@ -29,6 +29,12 @@ public struct ServerConfiguration: Sendable {
     public var allowedTopics: AllowedTopics = Configuration().allowedTopics
     /// The device registry's starting state (also what `/v1/reset` returns to).
     public var devices = DeviceRegistry()
+    /// Teams and their token-auth keys, with key paths as they are to be opened (the command
+    /// resolves relative ones). Loaded at start-up; a bad key file stops it (``TokenKeyError``).
+    public var teams: [Configuration.Team] = []
+    /// Seconds a token-auth connection must keep its token before sending a new one; sooner is
+    /// 429 TooManyProviderTokenUpdates (Apple: 20 minutes).
+    public var tokenUpdateInterval: Int64 = 1200
 
     public init() {}
 
@@ -45,5 +51,8 @@ public struct ServerConfiguration: Sendable {
         validation = file.validationSettings
         allowedTopics = file.allowedTopics
         devices = file.devices.registry
+        teams = file.teams
+        tokenUpdateInterval = Int64(file.server.tokenUpdateInterval)
+        http2.streamsBeforeAuthentication = UInt32(clamping: file.server.streamsBeforeAuthentication)
     }
 }

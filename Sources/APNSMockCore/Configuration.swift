@@ -18,6 +18,12 @@ public struct Configuration: Sendable, Equatable {
         /// Seconds a connection may stay idle before the mock ends it with GOAWAY IdleTimeout;
         /// 0 never ends idle connections.
         public var idleTimeout = 3600
+        /// MAX_CONCURRENT_STREAMS of a token-auth connection until a request carries a valid token
+        /// (APNs: 1). Raise it for load tools that open many streams before reading SETTINGS.
+        public var streamsBeforeAuthentication = 1
+        /// Seconds a token-auth connection must keep its token before sending a new one; sooner is
+        /// 429 TooManyProviderTokenUpdates (Apple: 20 minutes).
+        public var tokenUpdateInterval = 1200
 
         public init() {}
     }
@@ -261,7 +267,9 @@ extension Configuration {
     private static let portRange = 0...65_535
 
     private static func decodeServer<N>(_ field: Field<N>) throws(ConfigurationError) -> Server {
-        let fields = try field.mapping(allowing: ["host", "port", "maxConcurrentStreams", "idleTimeout"])
+        let fields = try field.mapping(allowing: [
+            "host", "port", "maxConcurrentStreams", "idleTimeout", "streamsBeforeAuthentication", "tokenUpdateInterval",
+        ])
         var server = Server()
         if let host = fields.optional("host") { server.host = try host.nonEmptyString() }
         if let port = fields.optional("port") { server.port = try port.integer(in: portRange) }
@@ -271,6 +279,12 @@ extension Configuration {
         }
         if let timeout = fields.optional("idleTimeout") {
             server.idleTimeout = try timeout.integer(in: 0...Int(Int32.max))
+        }
+        if let streams = fields.optional("streamsBeforeAuthentication") {
+            server.streamsBeforeAuthentication = try streams.integer(in: 1...Int(Int32.max))
+        }
+        if let interval = fields.optional("tokenUpdateInterval") {
+            server.tokenUpdateInterval = try interval.integer(in: 0...Int(Int32.max))
         }
         return server
     }

@@ -205,7 +205,7 @@ public enum ValidationStep: String, CaseIterable, Sendable {
         case .pushType, .topicFitsPushType: return [.invalidPushType]
         case .topic: return [.missingTopic, .badTopic]
         case .authentication:
-            return Reason.allCases.filter { $0.status == 403 }
+            return Reason.allCases.filter { $0.status == 403 } + [.tooManyProviderTokenUpdates]
         case .topicAllowed: return [.topicDisallowed]
         case .payloadSize: return [.payloadEmpty, .payloadTooLarge]
         case .strictLint: return Reason.allCases.filter { $0.status == 400 }

@@ -29,6 +29,27 @@ public enum MockHarness {
         return material
     }
 
+    /// The team every harness mock knows: the demo team with its key file in the shared material.
+    public static func demoTeam() throws -> Configuration.Team {
+        let material = try sharedCertificates()
+        var team = Configuration.Team.demo
+        team.keys = [Configuration.Key(keyId: "DEMOKEY001", path: material.tokenKeyPath(material.tokenKeys[0]))]
+        return team
+    }
+
+    /// A provider token of the demo team and key, signed once per test process (so that
+    /// connections reuse one token, as providers do). Valid for the hour after the process starts.
+    public static func demoToken() throws -> String {
+        try token.get()
+    }
+
+    private static let token: Result<String, any Error> = Result {
+        let material = try sharedCertificates()
+        let pem = try String(contentsOfFile: material.tokenKeyPath(material.tokenKeys[0]), encoding: .utf8)
+        return try ProviderTokenSigner.token(
+            keyPEM: pem, teamID: "DEMOTEAM01", keyID: "DEMOKEY001", issuedAt: Int(Date().timeIntervalSince1970))
+    }
+
     /// Starts a mock on port 0, runs `body`, then shuts the mock down gracefully (also when
     /// `body` throws).
     public static func withRunningMock<T>(
@@ -44,6 +65,7 @@ public enum MockHarness {
         configuration.privateKeyPath = material.serverKeyPath
         configuration.clientCAPath = material.caPath
         configuration.shutdownGracePeriod = .seconds(5)
+        configuration.teams = [try demoTeam()]
         configure(&configuration)
         let listener = try await APNSMockServer(configuration: configuration, logger: logger).start()
         let mock = RunningMock(listener: listener, certificates: material)

@@ -64,7 +64,7 @@ struct Keys: AsyncParsableCommand {
             if FileManager.default.fileExists(atPath: path) {
                 throw ValidationError("\(path) already exists; choose another --key-id")
             }
-            try TestCertificates(directory: dir, apps: [], tokenKeys: [.init(keyID: keyID, teamID: team, path: path)]).ensure()
+            try TestCertificates.writeTokenKey(to: path)
             Console.line("wrote \(path) (team \(team), key ID \(keyID))")
         }
     }

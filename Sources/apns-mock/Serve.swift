@@ -67,6 +67,23 @@ struct Serve: AsyncParsableCommand {
             throw ExitCode(1)
         }
 
+        // Key files as `certs init` placed them (relative paths land in the certificate directory).
+        server.teams = file.teams.map { team in
+            var team = team
+            team.keys = team.keys.map { key in
+                var key = key
+                key.path = material.tokenKeyPath(.init(keyID: key.keyId, teamID: team.teamId, path: key.path))
+                return key
+            }
+            return team
+        }
+        do {
+            _ = try TokenKeys.load(server.teams)
+        } catch {
+            logger.error("\(config ?? "configuration"): \(error)")
+            throw ExitCode(2)
+        }
+
         let demo = file.teams.first.flatMap { team in
             team.keys.first.map { key in
                 DemoIdentity(teamID: team.teamId, keyID: key.keyId, bundleID: team.apps.first ?? "com.example.app", keyPath: material.tokenKeyPath(.init(keyID: key.keyId, teamID: team.teamId, path: key.path)))

@@ -49,6 +49,8 @@ private func fixture(_ name: String) throws -> String {
 @Test func fullFixtureParses() throws {
     let configuration = try Configuration.parse(yaml: fixture("full.yaml"), file: "fixtures/full.yaml")
     #expect(configuration.admin.token == "s3cret")
+    #expect(configuration.server.streamsBeforeAuthentication == 1)
+    #expect(configuration.server.tokenUpdateInterval == 1200)
     #expect(configuration.teams.map(\.teamId) == ["DEMOTEAM01", "OTHERTEAM1"])
     #expect(configuration.teams[0].keys[1] == Configuration.Key(
         keyId: "SANDBOXK01", path: "certs/AuthKey_SANDBOXK01.p8", environment: .sandbox, topics: ["com.example.other"]))
@@ -132,6 +134,8 @@ let configurationErrorRows: [ConfigurationErrorRow] = [
     ConfigurationErrorRow("server.port", .wrongType, "server: { port: http }"),
     ConfigurationErrorRow("server.host", .invalidValue, "server: { host: '' }"),
     ConfigurationErrorRow("server.maxConcurrentStreams", .invalidValue, "server: { maxConcurrentStreams: 0 }"),
+    ConfigurationErrorRow("server.streamsBeforeAuthentication", .invalidValue, "server: { streamsBeforeAuthentication: 0 }"),
+    ConfigurationErrorRow("server.tokenUpdateInterval", .invalidValue, "server: { tokenUpdateInterval: -1 }"),
     ConfigurationErrorRow("admin.port", .contradiction, "admin: { port: 2197 }"),
     ConfigurationErrorRow("admin.token", .invalidValue, "admin: { token: '' }"),
     ConfigurationErrorRow("tls.key", .unknownField, "tls: { key: x.pem }"),

@@ -101,7 +101,8 @@ struct HostileClientTests {
     }
 
     @Test func oversizedHeaderListResetsOnlyThatStream() async throws {
-        try await MockHarness.withRunningMock { mock in
+        // Two streams before the first response: allowed more than APNs' one pre-auth stream.
+        try await MockHarness.withRunningMock(configure: { $0.http2.streamsBeforeAuthentication = 10 }) { mock in
             let client = try await RawClient.connect(port: mock.apnsPort, security: .tls(caPath: mock.caPath, alpn: ["h2"]))
             let huge = H2.request(stream: 1, token: Self.token, extra: [("x-filler", String(repeating: "x", count: 9000))], body: Self.body)
             let normal = H2.request(stream: 3, token: Self.token, body: Self.body)
@@ -140,7 +141,8 @@ struct HostileClientTests {
     }
 
     @Test func errorsDoNotEndTheConnection() async throws {
-        try await MockHarness.withRunningMock { mock in
+        // Two streams before the first response: allowed more than APNs' one pre-auth stream.
+        try await MockHarness.withRunningMock(configure: { $0.http2.streamsBeforeAuthentication = 10 }) { mock in
             let client = try await RawClient.connect(port: mock.apnsPort, security: .tls(caPath: mock.caPath, alpn: ["h2"]))
             let bad = H2.request(stream: 1, token: "zz", body: Self.body)
             let good = H2.request(stream: 3, token: Self.token, body: Self.body)

@@ -29,7 +29,7 @@ struct LifecycleTests {
             let client = try await RawClient.connect(port: mock.apnsPort, security: .tls(caPath: mock.caPath, alpn: ["h2"]))
             let headers = H2.headers(stream: 1, [
                 (":method", "POST"), (":scheme", "https"), (":path", "/3/device/\(Self.token)"), (":authority", "localhost"),
-                ("apns-topic", "com.example.app"),
+                ("apns-topic", "com.example.app"), ("authorization", Curl.demoAuthorization ?? ""),
             ], endStream: false)
             try await client.send(H2.preface + H2.settings() + headers)
             // Make sure the server has the stream before shutting down.

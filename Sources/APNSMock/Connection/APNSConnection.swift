@@ -106,8 +106,16 @@ final class APNSConnection {
         }
         let serverName = tls.serverName
         context.sniEnvironment = serverName.flatMap { APNSEnvironment(host: $0) }
+        // A client certificate means certificate auth for the whole connection: read it once here.
+        // Token auth starts with a single stream until a valid token arrives (see HTTP2Settings).
+        let certificate = tls.peerCertificate?.identity
+        requestState.auth.certificate = certificate
+        var sessionSettings = settings
+        if certificate == nil {
+            sessionSettings.maxConcurrentStreams = min(settings.streamsBeforeAuthentication, settings.maxConcurrentStreams)
+        }
         do {
-            state = .open(try HTTP2Session(settings: settings, delegate: self))
+            state = .open(try HTTP2Session(settings: sessionSettings, delegate: self))
         } catch {
             finish(.protocolError("\(error)"))
             return false
@@ -118,6 +126,7 @@ final class APNSConnection {
                 "tls": "\(tls.protocolVersion)",
                 "alpn": "\(tls.negotiatedALPN ?? "none")",
                 "sni": "\(serverName ?? "none")",
+                "auth": "\(certificate == nil ? "token" : "certificate")",
             ])
         return true
     }
@@ -244,5 +253,9 @@ extension APNSConnection: HTTP2SessionDelegate {
             to: request, streamID: stream.streamID, connection: context, state: &requestState)
         stream.restoreRequest(request)
         session.submit(response, for: stream)
+        if requestState.auth.streamLimitRaisePending {
+            requestState.auth.streamLimitRaisePending = false
+            session.submitMaxConcurrentStreams(settings.maxConcurrentStreams)
+        }
     }
 }

@@ -88,3 +88,20 @@ enum PEMWriter {
         return String(decoding: UnsafeRawBufferPointer(start: data, count: count), as: UTF8.self)
     }
 }
+
+// An ECKey never changes after creation, and OpenSSL 3 allows concurrent use of one EVP_PKEY for
+// verification (each call builds its own EVP_MD_CTX), so the loaded token keys are shared by
+// every event loop.
+extension ECKey: @unchecked Sendable {}
+
+extension ECKey {
+    /// Whether this is a key on the P-256 curve, the only one ES256 uses.
+    var isP256: Bool {
+        guard EVP_PKEY_get_base_id(pointer) == EVP_PKEY_EC, EVP_PKEY_get_bits(pointer) == 256 else { return false }
+        var name = [CChar](repeating: 0, count: 64)
+        var length = 0
+        guard EVP_PKEY_get_group_name(pointer, &name, name.count, &length) == 1 else { return false }
+        let group = String(decoding: name.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return group == "prime256v1" || group == "P-256"
+    }
+}

@@ -140,6 +140,14 @@ public struct TestCertificates: Sendable {
         return written
     }
 
+    /// Writes a new P-256 private key as PKCS#8 PEM (the format of Apple's `AuthKey_<KEYID>.p8`)
+    /// to `path`, readable only by its owner. Used by `apns-mock keys new`, which must not create
+    /// the rest of the material.
+    public static func writeTokenKey(to path: String) throws {
+        try TestCertificates(directory: ".", apps: [], tokenKeys: [])
+            .write(ECKey.generateP256().privateKeyPEM(), to: path, secret: true)
+    }
+
     private func path(_ name: String) -> String {
         (directory as NSString).appendingPathComponent(name)
     }

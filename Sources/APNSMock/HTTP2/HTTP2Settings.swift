@@ -10,6 +10,11 @@ public struct HTTP2Settings: Sendable, Equatable {
     /// RFC 9113 counts it) exceeds this is reset with RST_STREAM, the rest of the connection
     /// carries on.
     public var maxHeaderListSize: UInt32 = 8000
+    /// MAX_CONCURRENT_STREAMS of a token-auth connection until a request carries a valid token
+    /// (APNs: 1). Certificate-auth connections get ``maxConcurrentStreams`` at once. Load tools
+    /// that open many streams before reading the server's SETTINGS (h2load) need this raised, or
+    /// their first streams are refused (RST_STREAM REFUSED_STREAM).
+    public var streamsBeforeAuthentication: UInt32 = 1
 
     public init(maxConcurrentStreams: UInt32 = 1000) {
         self.maxConcurrentStreams = maxConcurrentStreams

@@ -1,4 +1,9 @@
 import APNSMockCore
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Logging
 import Synchronization
 
@@ -19,6 +24,7 @@ final class Responder: Sendable {
     let defaultEnvironment: APNSEnvironment
     let allowedTopics: AllowedTopics
     let devices: DeviceStore
+    let authenticator: Authenticator
     /// `nil` inside when no rate limit is configured; then the lock is never taken.
     private let rateLimiter: Mutex<RateLimiter?>
     private let isRateLimited: Bool
@@ -26,24 +32,38 @@ final class Responder: Sendable {
 
     init(
         validator: Validator, defaultEnvironment: APNSEnvironment, allowedTopics: AllowedTopics = .any,
-        devices: DeviceStore = DeviceStore(DeviceRegistry()), logger: Logger
+        devices: DeviceStore = DeviceStore(DeviceRegistry()), tokenKeys: TokenKeys = .empty,
+        tokenUpdateInterval: Int64 = 1200, logger: Logger
     ) {
         self.validator = validator
         self.defaultEnvironment = defaultEnvironment
         self.allowedTopics = allowedTopics
         self.devices = devices
+        self.authenticator = Authenticator(
+            keys: tokenKeys, settings: validator.settings, tokenUpdateInterval: tokenUpdateInterval,
+            fallbackTopics: allowedTopics, narrowsTopics: allowedTopics != .any)
         self.rateLimiter = Mutex(validator.settings.rateLimit.map { RateLimiter(limit: $0) })
         self.isRateLimited = validator.settings.rateLimit != nil
         self.logger = logger
     }
 
-    convenience init(configuration: ServerConfiguration, logger: Logger) {
+    convenience init(configuration: ServerConfiguration, tokenKeys: TokenKeys, logger: Logger) {
         self.init(
             validator: Validator(settings: configuration.validation),
             defaultEnvironment: configuration.environment,
             allowedTopics: configuration.allowedTopics,
             devices: DeviceStore(configuration.devices),
+            tokenKeys: tokenKeys,
+            tokenUpdateInterval: configuration.tokenUpdateInterval,
             logger: logger)
+    }
+
+    /// The request's credentials against the connection's (token or client certificate); see
+    /// ``Authenticator``. `result.summary` is what a record of the request shows as `auth`.
+    func authenticate(_ request: PushRequest, environment: APNSEnvironment, state: inout ConnectionState) -> AuthenticationResult {
+        authenticator.authenticate(
+            authorization: request.authorization, environment: environment, now: Int64(time(nil)),
+            state: &state.auth)
     }
 
     /// The environment of one request: the `:authority` the client addressed, else the TLS SNI
@@ -69,9 +89,10 @@ final class Responder: Sendable {
         state: inout ConnectionState
     ) -> APNSResponse {
         let environment = environment(of: request, connection: connection, state: &state)
+        let auth = authenticate(request, environment: environment, state: &state)
         let context = RequestContext(
-            environment: environment, allowedTopics: allowedTopics,
-            devices: state.devices.refreshed(from: devices))
+            environment: environment, allowedTopics: auth.allowedTopics, certificateTopic: auth.certificateTopic,
+            authenticationFailure: auth.failure, devices: state.devices.refreshed(from: devices))
         var decision = validator.validate(request, context: context, memo: &state.memo)
         if isRateLimited, decision.acceptedPush != nil {
             let checked = decision
@@ -110,6 +131,7 @@ struct ConnectionState {
     var memo = ValidationMemo()
     var lastAuthority: String?
     var lastAuthorityEnvironment: APNSEnvironment?
+    var auth = AuthState()
 
     init(devices: DeviceStore) {
         self.devices = DeviceStore.Snapshot(devices)

@@ -1,3 +1,4 @@
+import APNSMockTesting
 import Foundation
 
 /// Runs a command-line client (curl, nghttp, h2load, openssl…) and collects what it printed.
@@ -62,12 +63,24 @@ struct CurlResponse: Sendable {
 }
 
 enum Curl {
-    /// Sends one request with curl over HTTP/2 and TLS, trusting `caPath`.
+    /// `bearer <the harness's demo token>`: what requests carry unless a test says otherwise, so
+    /// that tests of other checks pass authentication as a real provider's requests do.
+    static var demoAuthorization: String? {
+        (try? MockHarness.demoToken()).map { "bearer " + $0 }
+    }
+
+    /// Sends one request with curl over HTTP/2 and TLS, trusting `caPath`. `authorization` is
+    /// sent unless `nil` or `headers` has its own.
     static func send(
         url: String, caPath: String, method: String = "POST", headers: [String: String] = ["apns-topic": "com.example.app"],
+        authorization: String? = demoAuthorization,
         body: Data? = Data(#"{"aps":{"alert":"hello"}}"#.utf8), extra: [String] = []
     ) async throws -> CurlResponse {
         var arguments = ["-sS", "--http2", "--cacert", caPath, "-i", "-X", method, "--max-time", "20"]
+        var headers = headers
+        if let authorization, headers["authorization"] == nil {
+            headers["authorization"] = authorization
+        }
         for (name, value) in headers.sorted(by: { $0.key < $1.key }) {
             arguments += ["-H", "\(name): \(value)"]
         }
@@ -108,5 +121,52 @@ enum Curl {
         return CurlResponse(
             status: status, httpVersion: String(statusLine[0]), headers: headers,
             body: Data(data[range.upperBound...]))
+    }
+}
+
+extension Curl {
+    /// One request of ``sequence(url:caPath:requests:extra:)``: its headers (authorization
+    /// included, none is added) and what came back.
+    struct Exchange: Sendable {
+        var status: Int
+        var reason: String?
+        /// Whether curl opened a new connection for it (false: it reused the previous one).
+        var newConnection: Bool
+    }
+
+    /// Sends several requests to `url` with one curl process, one after the other on one
+    /// connection (`--next` keeps curl's connection cache), each with its own headers.
+    static func sequence(
+        url: String, caPath: String, requests: [[String: String]], extra: [String] = []
+    ) async throws -> [Exchange] {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("apns-mock-curl-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var arguments: [String] = []
+        for (index, headers) in requests.enumerated() {
+            if index > 0 { arguments.append("--next") }
+            arguments += ["-sS", "--http2", "--cacert", caPath, "-X", "POST", "--max-time", "20",
+                          "-d", #"{"aps":{"alert":"hello"}}"#, "-o", directory.appendingPathComponent("\(index)").path,
+                          "-w", "%{http_code} %{num_connects}\\n"] + extra
+            for (name, value) in headers.sorted(by: { $0.key < $1.key }) {
+                arguments += ["-H", "\(name): \(value)"]
+            }
+            arguments.append(url)
+        }
+        let output = try await ExternalTool.run("curl", arguments)
+        guard output.exitCode == 0 else { throw CurlFailure(exitCode: output.exitCode, stderr: output.stderr) }
+        let lines = output.text.split(separator: "\n")
+        guard lines.count == requests.count else {
+            throw CurlFailure(exitCode: 0, stderr: "expected \(requests.count) results, got: \(output.text)")
+        }
+        return try lines.enumerated().map { index, line in
+            let fields = line.split(separator: " ")
+            guard fields.count == 2, let status = Int(fields[0]), let connects = Int(fields[1]) else {
+                throw CurlFailure(exitCode: 0, stderr: "bad write-out line \(line)")
+            }
+            let body = (try? Data(contentsOf: directory.appendingPathComponent("\(index)"))) ?? Data()
+            let reason = (try? JSONDecoder().decode(CurlResponse.ErrorBody.self, from: body))?.reason
+            return Exchange(status: status, reason: reason, newConnection: connects > 0)
+        }
     }
 }

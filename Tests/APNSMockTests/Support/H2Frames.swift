@@ -41,10 +41,15 @@ enum H2 {
         frame(.data, flags: endStream ? H2.endStream : 0, stream: stream, payload: bytes)
     }
 
-    /// A POST to `/3/device/<token>` as a client would send it.
-    static func request(stream: UInt32, token: String, extra: [(String, String)] = [], body: [UInt8]) -> [UInt8] {
+    /// A POST to `/3/device/<token>` as a client would send it, with the harness's demo provider
+    /// token unless `authorization` is `nil`.
+    static func request(
+        stream: UInt32, token: String, authorization: String? = Curl.demoAuthorization, extra: [(String, String)] = [],
+        body: [UInt8]
+    ) -> [UInt8] {
         let fields = [(":method", "POST"), (":scheme", "https"), (":path", "/3/device/\(token)"),
-                      (":authority", "localhost"), ("apns-topic", "com.example.app")] + extra
+                      (":authority", "localhost"), ("apns-topic", "com.example.app")]
+            + (authorization.map { [("authorization", $0)] } ?? []) + extra
         return headers(stream: stream, fields, endStream: body.isEmpty) + (body.isEmpty ? [] : data(stream: stream, body, endStream: true))
     }
 

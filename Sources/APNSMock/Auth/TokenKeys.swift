@@ -1,0 +1,70 @@
+internal import COpenSSL
+import APNSMockCore
+import Foundation
+
+/// A configured token-auth key, loaded: what checking a provider token signed with it needs.
+final class TokenKey: Sendable {
+    let keyID: String
+    let teamID: String
+    let environment: Configuration.KeyEnvironment
+    /// The apps the key may push to (its own topics, or every app of its team).
+    let allowedTopics: AllowedTopics
+    let publicKey: ECKey
+    /// What a request signed with this key records as its `auth`.
+    let summary: AuthSummary
+
+    init(team: Configuration.Team, key: Configuration.Key, publicKey: ECKey) {
+        keyID = key.keyId
+        teamID = team.teamId
+        environment = key.environment
+        allowedTopics = team.allowedTopics(for: key)
+        self.publicKey = publicKey
+        summary = AuthSummary(method: .token, teamId: team.teamId, keyId: key.keyId)
+    }
+}
+
+/// A key file of the configuration that cannot be used; stops start-up.
+public struct TokenKeyError: Error, CustomStringConvertible {
+    /// The configuration field, e.g. `teams[0].keys[1].path`.
+    public var field: String
+    public var file: String
+    public var problem: String
+    public var description: String { "\(field): \(file): \(problem)" }
+}
+
+/// Every configured key by key ID, loaded once at start-up.
+public struct TokenKeys: Sendable {
+    let byID: [String: TokenKey]
+
+    /// Reads every key file of `teams` (paths as given: the command resolves them). A file that is
+    /// missing, unreadable, or not a P-256 key (private `.p8` or public PEM) throws, naming the
+    /// configuration field and the file.
+    public static func load(_ teams: [Configuration.Team]) throws(TokenKeyError) -> TokenKeys {
+        var byID: [String: TokenKey] = [:]
+        for (teamIndex, team) in teams.enumerated() {
+            for (keyIndex, key) in team.keys.enumerated() {
+                let field = "teams[\(teamIndex)].keys[\(keyIndex)].path"
+                let pem: String
+                do {
+                    pem = try String(contentsOfFile: key.path, encoding: .utf8)
+                } catch {
+                    throw TokenKeyError(field: field, file: key.path, problem: "cannot read it (\(error.localizedDescription))")
+                }
+                let loaded: ECKey
+                do {
+                    loaded = try ECKey.publicKey(pem: pem)
+                } catch {
+                    throw TokenKeyError(field: field, file: key.path, problem: "not a PEM key: \(error)")
+                }
+                guard loaded.isP256 else {
+                    throw TokenKeyError(field: field, file: key.path, problem: "not a P-256 (ES256) key")
+                }
+                byID[key.keyId] = TokenKey(team: team, key: key, publicKey: loaded)
+            }
+        }
+        return TokenKeys(byID: byID)
+    }
+
+    /// No keys: every provider token is InvalidProviderToken (unknown `kid`).
+    public static let empty = TokenKeys(byID: [:])
+}

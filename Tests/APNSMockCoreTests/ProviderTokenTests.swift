@@ -1,0 +1,108 @@
+import Foundation
+import Testing
+@testable import APNSMockCore
+
+@Suite("Provider token parsing and the certificate topic extension")
+struct ProviderTokenTests {
+    static func b64(_ text: String) -> String {
+        Data(text.utf8).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    static let signature = String(repeating: "A", count: 86)
+    static func jwt(header: String = #"{"alg":"ES256","kid":"DEMOKEY001"}"#, claims: String = #"{"iss":"DEMOTEAM01","iat":1700000000}"#) -> String {
+        b64(header) + "." + b64(claims) + "." + signature
+    }
+
+    @Test func parsesAWellFormedToken() throws {
+        let text = Self.jwt()
+        let token = try #require(ProviderToken.parse(authorization: "bearer " + text))
+        #expect(token.algorithm == "ES256")
+        #expect(token.keyID == "DEMOKEY001")
+        #expect(token.issuer == "DEMOTEAM01")
+        #expect(token.issuedAt == 1_700_000_000)
+        #expect(token.signature == [UInt8](repeating: 0, count: 64))
+        #expect(token.signingInput == Array(text.split(separator: ".").prefix(2).joined(separator: ".").utf8))
+    }
+
+    @Test(arguments: ["bearer ", "Bearer ", "BEARER "])
+    func schemeIsCaseInsensitive(_ scheme: String) {
+        #expect(ProviderToken.parse(authorization: scheme + Self.jwt()) != nil)
+    }
+
+    @Test func toleratesTyp() {
+        #expect(ProviderToken.parse(authorization: "bearer " + Self.jwt(header: #"{"alg":"ES256","typ":"JWT","kid":"K"}"#)) != nil)
+    }
+
+    static let malformed: [String] = [
+        jwt(),  // no scheme
+        "bearer",
+        "bearer  " + jwt(),
+        "basic " + jwt(),
+        "bearer " + jwt() + ".x",
+        "bearer " + b64(#"{"alg":"ES256","kid":"K"}"#) + "." + b64(#"{"iss":"T","iat":1}"#),
+        "bearer " + jwt(header: #"{"alg":"HS256","kid":"DEMOKEY001"}"#),
+        "bearer " + jwt(header: #"{"alg":"none","kid":"DEMOKEY001"}"#),
+        "bearer " + jwt(header: #"{"kid":"DEMOKEY001"}"#),
+        "bearer " + jwt(header: #"{"alg":"ES256"}"#),
+        "bearer " + jwt(header: #"{"alg":"ES256","kid":"A","kid":"B"}"#),
+        "bearer " + jwt(header: #"["ES256"]"#),
+        "bearer " + jwt(claims: #"{"iat":1700000000}"#),
+        "bearer " + jwt(claims: #"{"iss":"DEMOTEAM01"}"#),
+        "bearer " + jwt(claims: #"{"iss":"DEMOTEAM01","iat":"1700000000"}"#),
+        "bearer " + jwt(claims: #"{"iss":"DEMOTEAM01","iat":1.5}"#),
+        "bearer " + jwt(claims: #"{"iss":42,"iat":1}"#),
+        "bearer " + jwt(claims: "not json"),
+        "bearer " + jwt() + "=",
+        "bearer " + jwt().replacingOccurrences(of: "A", with: "+"),
+    ]
+
+    @Test(arguments: malformed)
+    func rejectsMalformedTokens(_ authorization: String) {
+        #expect(ProviderToken.parse(authorization: authorization) == nil)
+    }
+
+    @Test func timeChecks() throws {
+        let token = try #require(ProviderToken.parse(authorization: "bearer " + Self.jwt()))
+        let iat: Int64 = 1_700_000_000
+        #expect(token.timeProblem(now: iat) == nil)
+        #expect(token.timeProblem(now: iat + 3600) == nil)
+        #expect(token.timeProblem(now: iat + 3601) == .expiredProviderToken)
+        #expect(token.timeProblem(now: iat - 60) == nil)
+        #expect(token.timeProblem(now: iat - 61) == .invalidProviderToken)
+    }
+
+    @Test func base64URLRoundTrip() {
+        for length in 0..<8 {
+            let bytes = (0..<length).map { UInt8(truncatingIfNeeded: $0 * 37 + 200) }
+            let text = Data(bytes).base64EncodedString()
+                .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+                .replacingOccurrences(of: "=", with: "")
+            #expect(Base64URLDecoding.decode(Array(text.utf8)) == bytes)
+        }
+        #expect(Base64URLDecoding.decode(Array("A".utf8)) == nil)
+        #expect(Base64URLDecoding.decode(Array("AB".utf8)) == nil)  // leftover bits set
+    }
+
+    @Test func topicExtension() {
+        func tlv(_ tag: UInt8, _ content: [UInt8]) -> [UInt8] { [tag, UInt8(content.count)] + content }
+        let der = tlv(0x30, tlv(0x0C, Array("com.x".utf8)) + tlv(0x30, tlv(0x0C, Array("app".utf8)))
+            + tlv(0x0C, Array("com.x.voip".utf8)) + tlv(0x30, tlv(0x0C, Array("voip".utf8))))
+        #expect(AppleTopicExtension.topics(der: der) == ["com.x", "com.x.voip"])
+        #expect(AppleTopicExtension.topics(der: Array(der.dropLast())) == nil)
+        #expect(AppleTopicExtension.topics(der: tlv(0x30, tlv(0x0C, Array("com.x".utf8)))) == nil)
+        #expect(AppleTopicExtension.topics(der: [0x05, 0x00]) == nil)
+    }
+
+    @Test func certificateIdentity() {
+        let single = ClientCertificateIdentity(uid: "com.x", teamID: "T", topics: ["com.x"], development: true, production: false)
+        #expect(single.defaultTopic == "com.x")
+        #expect(single.allows(.sandbox))
+        #expect(!single.allows(.production))
+        let multi = ClientCertificateIdentity(uid: "com.x", teamID: "T", topics: ["com.x", "com.x.voip"], development: true, production: true)
+        #expect(multi.defaultTopic == nil)
+        #expect(multi.allows(.sandbox) && multi.allows(.production))
+        #expect(multi.allowedTopics == .topics(["com.x", "com.x.voip"]))
+    }
+}
