@@ -61,6 +61,10 @@ public struct NotificationRecord: Codable, Sendable, Equatable {
         case injected, action, connectionId, streamId, headers
     }
 
+    enum AuthKeys: String, CodingKey {
+        case method, teamId, keyId
+    }
+
     /// Writes every key, `null` included: the contract shows absent values as `null`, and scripts
     /// using `jq` can rely on each key being there.
     public func encode(to encoder: any Encoder) throws {
@@ -76,7 +80,11 @@ public struct NotificationRecord: Codable, Sendable, Equatable {
         try c.encode(expiration, forKey: .expiration)
         try c.encode(collapseId, forKey: .collapseId)
         try c.encode(environment, forKey: .environment)
-        try c.encode(auth, forKey: .auth)
+        // AuthSummary's own encoding leaves nil fields out; the record spells them null.
+        var authFields = c.nestedContainer(keyedBy: AuthKeys.self, forKey: .auth)
+        try authFields.encode(auth.method, forKey: .method)
+        try authFields.encode(auth.teamId, forKey: .teamId)
+        try authFields.encode(auth.keyId, forKey: .keyId)
         try c.encode(payload, forKey: .payload)
         try c.encode(payloadEncoding, forKey: .payloadEncoding)
         try c.encode(payloadSize, forKey: .payloadSize)

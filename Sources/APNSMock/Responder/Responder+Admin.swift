@@ -28,7 +28,8 @@ extension Responder {
     ) -> Answer {
         var answer = Answer(response: response)
         var injected = false
-        if let rule = faults.apply(to: request, accepted: decision.acceptedPush) {
+        let accepted = decision.acceptedPush
+        if let rule = faults.apply(to: request, accepted: accepted) {
             injected = true
             answer = Self.answer(for: rule, replacing: response)
         }
@@ -36,10 +37,8 @@ extension Responder {
         let rejection = answer.response?.rejection
         statistics.count(status: status, rejection: rejection, action: answer.action)
         if records.isEnabled {
-            var stored = request
-            stored.authorization = nil
             records.append(RawRecord(
-                receivedAt: Self.nowMilliseconds(), request: stored, accepted: decision.acceptedPush,
+                receivedAt: Self.nowMilliseconds(), request: request, accepted: accepted,
                 environment: environment, auth: .none, apnsID: response.apnsID,
                 uniqueID: answer.response?.uniqueID, status: status, rejection: rejection, injected: injected,
                 action: answer.action, connectionID: connection.connectionID, streamID: streamID))
