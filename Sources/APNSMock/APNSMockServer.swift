@@ -85,9 +85,21 @@ public struct APNSMockServer: Service {
         logger.info(
             "APNs listener up",
             metadata: ["host": "\(configuration.host)", "port": "\(port)", "threads": "\(configuration.threads)"])
-        return RunningAPNSListener(
+        let listener = RunningAPNSListener(
             port: port, group: group, quiesce: quiesce, connections: connections,
             gracePeriod: configuration.shutdownGracePeriod, logger: logger)
+        // The admin listener starts once the APNs one is bound, so /healthz never answers 200
+        // before requests can be sent.
+        let api = AdminAPI(
+            responder: responder, connections: connections, token: configuration.admin.token,
+            apnsIsUp: { [weak listener] in listener?.isServing ?? false })
+        do {
+            listener.admin = try await AdminServer.start(api: api, settings: configuration.admin, logger: logger)
+        } catch {
+            await listener.shutdown()
+            throw error
+        }
+        return listener
     }
 }
 
@@ -119,6 +131,19 @@ public final class RunningAPNSListener: Sendable {
     private let gracePeriod: TimeAmount
     private let logger: Logger
     private let stopped = Mutex(false)
+    private let adminServer = Mutex<AdminServer?>(nil)
+
+    /// The admin listener, set once by ``APNSMockServer/start()``.
+    var admin: AdminServer? {
+        get { adminServer.withLock { $0 } }
+        set { adminServer.withLock { $0 = newValue } }
+    }
+
+    /// The admin listener's port (the chosen one when configured with port 0).
+    public var adminPort: Int { admin?.port ?? 0 }
+
+    /// False once ``shutdown()`` began.
+    var isServing: Bool { !stopped.withLock { $0 } }
 
     init(
         port: Int, group: MultiThreadedEventLoopGroup, quiesce: ServerQuiescingHelper,
@@ -145,6 +170,7 @@ public final class RunningAPNSListener: Sendable {
             return stopped
         }
         guard !alreadyStopped else { return }
+        await admin?.shutdown()
         logger.info("shutting down: GOAWAY to \(connections.open) connection(s)")
         let drained = group.next().makePromise(of: Void.self)
         quiesce.initiateShutdown(promise: drained)

@@ -35,6 +35,14 @@ public struct ServerConfiguration: Sendable {
     /// Seconds a token-auth connection must keep its token before sending a new one; sooner is
     /// 429 TooManyProviderTokenUpdates (Apple: 20 minutes).
     public var tokenUpdateInterval: Int64 = 1200
+    /// Records kept for the query API; 0 turns recording off (to measure its cost).
+    public var recordingCapacity = 100_000
+    /// Fault rules in force at start (and after `/v1/reset`).
+    public var faults: [FaultRule] = []
+    /// Seeds the fault rules' probability rolls, for reproducible runs; `nil` for random.
+    public var faultSeed: UInt64?
+    /// The admin and query listener (plain HTTP/1.1).
+    public var admin = AdminSettings()
 
     public init() {}
 
@@ -54,5 +62,23 @@ public struct ServerConfiguration: Sendable {
         teams = file.teams
         tokenUpdateInterval = Int64(file.server.tokenUpdateInterval)
         http2.streamsBeforeAuthentication = UInt32(clamping: file.server.streamsBeforeAuthentication)
+        recordingCapacity = file.recording.capacity
+        faults = file.faults
+        admin = AdminSettings(host: file.admin.host, port: file.admin.port, token: file.admin.token)
+    }
+}
+
+/// Where the admin API listens and whether it wants a bearer token.
+public struct AdminSettings: Sendable {
+    public var host: String = "127.0.0.1"
+    /// 0 picks a free port; the chosen one is reported by ``RunningAPNSListener/adminPort``.
+    public var port: Int = 2198
+    /// When set, every admin request needs `Authorization: Bearer <token>`.
+    public var token: String?
+
+    public init(host: String = "127.0.0.1", port: Int = 2198, token: String? = nil) {
+        self.host = host
+        self.port = port
+        self.token = token
     }
 }

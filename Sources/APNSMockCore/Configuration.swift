@@ -124,7 +124,8 @@ public struct Configuration: Sendable, Equatable {
     }
 
     public struct Recording: Sendable, Equatable {
-        /// Records kept; the oldest are evicted past this, and evictions are counted.
+        /// Records kept; the oldest are evicted past this, and evictions are counted. 0 turns
+        /// recording off (to measure its cost).
         public var capacity = 100_000
 
         public init() {}
@@ -252,7 +253,7 @@ extension Configuration {
         if let field = fields.optional("recording") {
             let recording = try field.mapping(allowing: ["capacity"])
             if let capacity = recording.optional("capacity") {
-                configuration.recording.capacity = try capacity.integer(in: 1...Int.max)
+                configuration.recording.capacity = try capacity.integer(in: 0...Int.max)
             }
         }
         if let field = fields.optional("faults") {

@@ -60,6 +60,7 @@ public enum MockHarness {
         let material = try sharedCertificates()
         var configuration = ServerConfiguration()
         configuration.port = 0
+        configuration.admin.port = 0
         configuration.threads = 2
         configuration.certificatePath = material.serverCertificatePath
         configuration.privateKeyPath = material.serverKeyPath
@@ -91,4 +92,10 @@ public struct RunningMock: Sendable {
     public var caPath: String { certificates.caPath }
     /// `https://localhost:<port>` — `localhost` is among the server certificate's names.
     public var baseURL: String { "https://localhost:\(apnsPort)" }
+    /// The admin and query listener's port on 127.0.0.1 (plain HTTP/1.1).
+    public var adminPort: Int { listener.adminPort }
+    /// `http://127.0.0.1:<adminPort>`.
+    public var adminURL: String { "http://127.0.0.1:\(adminPort)" }
+    /// A typed client of this mock's query and admin API.
+    public var admin: AdminClient { AdminClient(baseURL: adminURL) }
 }

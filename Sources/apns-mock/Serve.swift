@@ -34,12 +34,19 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Event-loop threads serving APNs connections (default: the number of cores).")
     var threads: Int?
 
+    @Option(help: "Records kept for the query API; 0 turns recording off (default 100000).")
+    var recordingCapacity: Int?
+
+    @Option(help: "Seed for fault rules' probability, for reproducible runs.")
+    var faultSeed: UInt64?
+
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
         if let port, !(0...65535).contains(port) { throw ValidationError("--port must be between 0 and 65535") }
         if let adminPort, !(0...65535).contains(adminPort) { throw ValidationError("--admin-port must be between 0 and 65535") }
         if let threads, threads < 1 { throw ValidationError("--threads must be at least 1") }
+        if let recordingCapacity, recordingCapacity < 0 { throw ValidationError("--recording-capacity must be 0 or more") }
     }
 
     func run() async throws {
@@ -58,6 +65,8 @@ struct Serve: AsyncParsableCommand {
         }
         var server = ServerConfiguration(file)
         if let threads { server.threads = threads }
+        if let recordingCapacity { server.recordingCapacity = recordingCapacity }
+        if let faultSeed { server.faultSeed = faultSeed }
 
         let material = ConfigurationFile.material(for: file, directory: certs)
         do {
@@ -89,10 +98,9 @@ struct Serve: AsyncParsableCommand {
                 DemoIdentity(teamID: team.teamId, keyID: key.keyId, bundleID: team.apps.first ?? "com.example.app", keyPath: material.tokenKeyPath(.init(keyID: key.keyId, teamID: team.teamId, path: key.path)))
             }
         }
-        let adminPortShown = file.admin.port
         let environmentName = server.environment
         let apns = APNSMockServer(configuration: server, logger: logger) { listener in
-            Console.line("apns-mock listening apns=\(listener.port) admin=\(adminPortShown)")
+            Console.line("apns-mock listening apns=\(listener.port) admin=\(listener.adminPort)")
             Banner.print(material: material, demo: demo, port: listener.port, environment: environmentName)
         }
         let group = ServiceGroup(

@@ -140,7 +140,7 @@ let configurationErrorRows: [ConfigurationErrorRow] = [
     ConfigurationErrorRow("admin.token", .invalidValue, "admin: { token: '' }"),
     ConfigurationErrorRow("tls.key", .unknownField, "tls: { key: x.pem }"),
     ConfigurationErrorRow("environment", .invalidValue, "environment: staging"),
-    ConfigurationErrorRow("recording.capacity", .invalidValue, "recording: { capacity: 0 }"),
+    ConfigurationErrorRow("recording.capacity", .invalidValue, "recording: { capacity: -1 }"),
     ConfigurationErrorRow("recording.capacity", .wrongType, "recording: { capacity: 1.5 }"),
     ConfigurationErrorRow("teams", .contradiction, "teams: []"),
     ConfigurationErrorRow("teams[0].teamId", .invalidValue, "teams: [{ teamId: short, apps: [a.b] }]"),

@@ -40,6 +40,18 @@ final class APNSChannelHandler: ChannelDuplexHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        let eventLoop = context.eventLoop
+        // Delayed answers: a timer on this loop runs the connection's work, then writes what it
+        // queued. The loop is never blocked while waiting.
+        connection.schedule = { milliseconds, work in
+            let task = NIOLoopBound(work, eventLoop: eventLoop)
+            eventLoop.scheduleTask(in: .milliseconds(Int64(milliseconds))) {
+                let (handler, context) = loopBound.value
+                guard !handler.closing else { return }
+                task.value()
+                handler.writeOutput(context: context)
+            }
+        }
         handshakeCheck = context.eventLoop.scheduleTask(in: handshakeTimeout) {
             let (handler, context) = loopBound.value
             if !handler.connection.isHandshakeComplete {
@@ -51,6 +63,7 @@ final class APNSChannelHandler: ChannelDuplexHandler {
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
+        connection.schedule = nil
         idleCheck?.cancel()
         handshakeCheck?.cancel()
     }
@@ -108,6 +121,13 @@ final class APNSChannelHandler: ChannelDuplexHandler {
 
     /// Produces output while the channel accepts it, then closes if the connection is done.
     private func writeOutput(context: ChannelHandlerContext) {
+        if connection.abortRequested {
+            // A `close` fault: the connection ends without TLS close_notify or GOAWAY.
+            guard !closing else { return }
+            closing = true
+            context.close(promise: nil)
+            return
+        }
         var wrote = false
         while context.channel.isWritable {
             var buffer = context.channel.allocator.buffer(capacity: 0)

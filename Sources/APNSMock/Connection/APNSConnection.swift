@@ -32,6 +32,12 @@ final class APNSConnection {
     private var logger: Logger
     @exclusivity(unchecked) private(set) var state: State = .handshaking
     private(set) var closeCause: CloseCause?
+    /// Runs work on the connection's event loop after a delay, then flushes output; set by the
+    /// channel handler. Delayed answers (fault `delayMs`) need it; without it they go out at once.
+    var schedule: ((_ milliseconds: Int, _ work: @escaping () -> Void) -> Void)?
+    /// Set by a `close` fault: the handler drops the TCP connection without flushing.
+    private(set) var abortRequested = false
+    @exclusivity(unchecked) private var requestCount = 0
     @exclusivity(unchecked) private(set) var context: ConnectionContext
     @exclusivity(unchecked) private var requestState: ConnectionState
 
@@ -249,13 +255,49 @@ extension APNSConnection: HTTP2SessionDelegate {
         // Move the request out of the stream state rather than copying it (a copy retains every
         // field), and move it back afterwards so its storage is reused by the next stream.
         let request = stream.takeRequest()
-        let response = responder.respond(
+        // The latency histogram locks inside swift-prometheus: observe a sample of requests only.
+        requestCount &+= 1
+        let started: ContinuousClock.Instant? =
+            requestCount % RequestStatistics.latencySampleInterval == 1 ? .now : nil
+        let answer = responder.respond(
             to: request, streamID: stream.streamID, connection: context, state: &requestState)
         stream.restoreRequest(request)
-        session.submit(response, for: stream)
         if requestState.auth.streamLimitRaisePending {
+            // The first valid provider token lifts the one-stream limit (apns-behavior.md §1).
             requestState.auth.streamLimitRaisePending = false
             session.submitMaxConcurrentStreams(settings.maxConcurrentStreams)
+        }
+        if answer.delayMs == 0 || schedule == nil {
+            carryOut(answer, session: session, stream: stream, streamID: stream.streamID)
+            if let started { responder.statistics.observeLatency(since: started) }
+        } else {
+            // The stream state may be recycled for another stream before the timer fires; the
+            // stream id, unique within the connection, tells.
+            let streamID = stream.streamID
+            schedule?(answer.delayMs) { [weak self] in
+                guard let self, case .open(let session) = self.state else { return }
+                self.carryOut(answer, session: session, stream: stream, streamID: streamID)
+                if let started { self.responder.statistics.observeLatency(since: started) }
+            }
+        }
+    }
+
+    private func carryOut(_ answer: Answer, session: HTTP2Session, stream: StreamState, streamID: Int32) {
+        guard stream.streamID == streamID else { return }
+        switch answer.action {
+        case nil:
+            if let response = answer.response {
+                session.submit(response, for: stream)
+            }
+        case .reset?:
+            session.reset(streamID: streamID)
+        case .goaway?:
+            // The request that triggered it is refused, so a client knows it may retry it.
+            session.reset(streamID: streamID, errorCode: 7)  // REFUSED_STREAM
+            beginGracefulClose(reason: answer.goAwayReason)
+        case .close?:
+            abortRequested = true
+            finish(.drained)
         }
     }
 }

@@ -29,12 +29,20 @@ final class Responder: Sendable {
     private let rateLimiter: Mutex<RateLimiter?>
     private let isRateLimited: Bool
     let logger: Logger
+    /// Recording, faults and counts (issue 5): see Responder+Admin.swift.
+    let records: RecordStore
+    let faults: FaultStore
+    let statistics: RequestStatistics
 
     init(
         validator: Validator, defaultEnvironment: APNSEnvironment, allowedTopics: AllowedTopics = .any,
         devices: DeviceStore = DeviceStore(DeviceRegistry()), tokenKeys: TokenKeys = .empty,
-        tokenUpdateInterval: Int64 = 1200, logger: Logger
+        tokenUpdateInterval: Int64 = 1200, records: RecordStore = RecordStore(capacity: 0),
+        faults: FaultStore = FaultStore([]), statistics: RequestStatistics = RequestStatistics(), logger: Logger
     ) {
+        self.records = records
+        self.faults = faults
+        self.statistics = statistics
         self.validator = validator
         self.defaultEnvironment = defaultEnvironment
         self.allowedTopics = allowedTopics
@@ -55,6 +63,8 @@ final class Responder: Sendable {
             devices: DeviceStore(configuration.devices),
             tokenKeys: tokenKeys,
             tokenUpdateInterval: configuration.tokenUpdateInterval,
+            records: RecordStore(capacity: configuration.recordingCapacity),
+            faults: FaultStore(configuration.faults, seed: configuration.faultSeed),
             logger: logger)
     }
 
@@ -87,7 +97,7 @@ final class Responder: Sendable {
         streamID: Int32,
         connection: ConnectionContext,
         state: inout ConnectionState
-    ) -> APNSResponse {
+    ) -> Answer {
         let environment = environment(of: request, connection: connection, state: &state)
         let auth = authenticate(request, environment: environment, state: &state)
         let context = RequestContext(
@@ -104,23 +114,27 @@ final class Responder: Sendable {
         } else {
             apnsID = .generated(UUIDValue.random(using: &state.random))
         }
+        let response: APNSResponse
         switch decision {
         case .accepted:
             let uniqueID = environment == .sandbox ? UUIDValue.random(using: &state.random) : nil
-            return .accepted(apnsID: apnsID, uniqueID: uniqueID)
+            response = .accepted(apnsID: apnsID, uniqueID: uniqueID)
         case .rejected(let rejection):
-            let response = APNSResponse.rejected(rejection, apnsID: apnsID)
+            let rejectedResponse = APNSResponse.rejected(rejection, apnsID: apnsID)
             logger.info(
                 "rejected request",
                 metadata: [
                     "connection": "\(connection.connectionID)",
                     "stream": "\(streamID)",
-                    "apns-id": "\(response.apnsIDText)",
+                    "apns-id": "\(rejectedResponse.apnsIDText)",
                     "status": "\(rejection.status)",
                     "reason": "\(rejection.wireReason)",
                 ])
-            return response
+            response = rejectedResponse
         }
+        return conclude(
+            request, decision: decision, response: response, environment: environment, auth: auth.summary,
+            streamID: streamID, connection: connection)
     }
 }
 

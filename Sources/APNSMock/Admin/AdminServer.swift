@@ -1,0 +1,60 @@
+import Hummingbird
+import Logging
+import NIOCore
+import ServiceLifecycle
+
+/// Runs the admin API (``AdminAPI``) as a Hummingbird application on its own task, so that the
+/// APNs listener's `start()`/`shutdown()` can bring it up and down with it.
+final class AdminServer: Sendable {
+    let port: Int
+    private let task: Task<Void, any Error>
+
+    private init(port: Int, task: Task<Void, any Error>) {
+        self.port = port
+        self.task = task
+    }
+
+    /// Binds `settings.host:settings.port` (0 picks a free port) and returns once listening.
+    static func start(api: AdminAPI, settings: AdminSettings, logger: Logger) async throws -> AdminServer {
+        let (ports, continuation) = AsyncThrowingStream.makeStream(of: Int.self)
+        var adminLogger = logger
+        adminLogger[metadataKey: "listener"] = "admin"
+        let app = Application(
+            router: api.router(),
+            configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "apns-mock"),
+            onServerRunning: { channel in
+                continuation.yield(channel.localAddress?.port ?? settings.port)
+                continuation.finish()
+            },
+            logger: adminLogger)
+        let task = Task {
+            do {
+                try await app.runService(gracefulShutdownSignals: [])
+                continuation.finish()
+            } catch {
+                continuation.finish(throwing: error)
+                throw error
+            }
+        }
+        var port: Int?
+        for try await bound in ports {
+            port = bound
+        }
+        guard let port else {
+            task.cancel()
+            throw AdminStartError()
+        }
+        logger.info("admin listener up", metadata: ["host": "\(settings.host)", "port": "\(port)"])
+        return AdminServer(port: port, task: task)
+    }
+
+    /// Stops listening; waits for the application to finish.
+    func shutdown() async {
+        task.cancel()
+        _ = await task.result
+    }
+}
+
+struct AdminStartError: Error, CustomStringConvertible {
+    var description: String { "the admin listener stopped before it was listening" }
+}

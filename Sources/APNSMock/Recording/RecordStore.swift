@@ -1,0 +1,215 @@
+import Synchronization
+
+/// The bounded record of every request, written by all event loops and read by the admin API.
+///
+/// No global lock on the request path: a record's `seq` comes from one atomic counter, and the
+/// record goes into ring slot `(seq - 1) % capacity`. Slots are spread over ``stripeCount`` stripes
+/// (slot `i` lives in stripe `i % stripeCount`), each behind its own `Mutex` held only to swap one
+/// reference. Two writers therefore contend only when their consecutive `seq`s land on the same
+/// stripe at the same moment, and eviction stays exact: slot reuse *is* eviction of the record
+/// `capacity` older, so the ring never holds more than `capacity` records and always drops the
+/// oldest.
+///
+/// Readers walk `seq` numbers rather than slots, so `since` costs nothing to skip and a query reads
+/// only the records it looks at. `DELETE` does not reset `seq` (cursors stay valid): it raises
+/// ``clearedThrough`` and empties the slots.
+final class RecordStore: Sendable {
+    /// 0 turns recording off (for benchmarks): ``append(_:)`` returns at once.
+    let capacity: Int
+    private let stripes: [Stripe]
+    private let stripeCount: Int
+    /// Last `seq` handed out.
+    private let head = Atomic<UInt64>(0)
+    /// Records with `seq` up to this were deleted.
+    private let cleared = Atomic<UInt64>(0)
+    private let evictionCount = Atomic<UInt64>(0)
+    /// Bumped after each record becomes readable; waiters sleep until it moves.
+    private let published = Atomic<UInt64>(0)
+    private let waiters = WaiterList()
+
+    private final class Stripe: Sendable {
+        let slots = Mutex<[StoredRecord?]>([])
+    }
+
+    /// One allocation per record, so that a slot swap moves one reference and the old record is
+    /// released outside the stripe's lock.
+    final class StoredRecord: Sendable {
+        let raw: RawRecord
+        init(_ raw: RawRecord) { self.raw = raw }
+    }
+
+    init(capacity: Int, stripes: Int = 16) {
+        self.capacity = max(0, capacity)
+        self.stripeCount = max(1, min(stripes, max(1, capacity)))
+        self.stripes = (0..<self.stripeCount).map { _ in Stripe() }
+    }
+
+    var isEnabled: Bool { capacity > 0 }
+    var evictions: UInt64 { evictionCount.load(ordering: .relaxed) }
+    var lastSeq: UInt64 { head.load(ordering: .acquiring) }
+    var clearedThrough: UInt64 { cleared.load(ordering: .acquiring) }
+
+    /// Records currently held.
+    var count: Int {
+        let last = lastSeq
+        let first = max(clearedThrough, last > UInt64(capacity) ? last - UInt64(capacity) : 0)
+        return Int(last - first)
+    }
+
+    /// Stores `record` (its `seq` is assigned here) and wakes waiters.
+    func append(_ record: consuming RawRecord) {
+        guard capacity > 0 else { return }
+        let seq = head.add(1, ordering: .relaxed).newValue
+        record.seq = seq
+        let stored = StoredRecord(record)
+        let slot = Int((seq - 1) % UInt64(capacity))
+        let position = slot / stripeCount
+        let displaced: StoredRecord? = stripes[slot % stripeCount].slots.withLock { slots in
+            while slots.count <= position { slots.append(nil) }
+            if let current = slots[position], current.raw.seq > seq {
+                // A writer `capacity` records later got here first: this record is already evicted.
+                return stored
+            }
+            let old = slots[position]
+            slots[position] = stored
+            return old
+        }
+        if let displaced, displaced.raw.seq > clearedThrough {
+            evictionCount.add(1, ordering: .relaxed)
+        }
+        published.add(1, ordering: .releasing)
+        if waiters.isEmpty == false {
+            waiters.wakeAll()
+        }
+    }
+
+    private func read(_ seq: UInt64) -> RawRecord? {
+        let slot = Int((seq - 1) % UInt64(capacity))
+        let position = slot / stripeCount
+        return stripes[slot % stripeCount].slots.withLock { slots in
+            guard position < slots.count, let stored = slots[position], stored.raw.seq == seq else { return nil }
+            return stored.raw
+        }
+    }
+
+    /// Records after `since` that match `filter`, oldest first, at most `limit`; and `next`, the
+    /// cursor to pass as `since` to continue (every record up to it has been looked at).
+    func query(since: UInt64, filter: RecordFilter, limit: Int) -> (records: [RawRecord], next: UInt64) {
+        guard capacity > 0 else { return ([], since) }
+        let last = lastSeq
+        let oldestKept = last > UInt64(capacity) ? last - UInt64(capacity) + 1 : 1
+        var seq = max(since + 1, clearedThrough + 1, oldestKept)
+        var next = max(since, seq - 1)
+        var found: [RawRecord] = []
+        while seq <= last, found.count < limit {
+            if let record = read(seq) {
+                if filter.matches(record) { found.append(record) }
+            } else {
+                let stillKept = lastSeq < seq + UInt64(capacity)
+                if stillKept, seq > clearedThrough {
+                    // Handed out but not yet stored: stop here so the cursor does not skip it.
+                    break
+                }
+            }
+            next = seq
+            seq += 1
+        }
+        return (found, next)
+    }
+
+    /// Forgets every record; `seq` keeps counting.
+    func removeAll() {
+        cleared.store(lastSeq, ordering: .releasing)
+        for stripe in stripes {
+            let old = stripe.slots.withLock { slots in
+                var taken: [StoredRecord?] = []
+                swap(&taken, &slots)
+                return taken
+            }
+            _ = old  // released here, outside the lock
+        }
+        published.add(1, ordering: .releasing)
+        waiters.wakeAll()
+    }
+
+    /// Waits until `count` records after `since` match, or `timeout` passes. Woken by appends (no
+    /// polling): each wake scans only the records added since the previous scan.
+    func wait(
+        since: UInt64, filter: RecordFilter, count: Int, timeout: Duration
+    ) async -> (records: [RawRecord], next: UInt64, complete: Bool) {
+        let deadline = ContinuousClock.now + timeout
+        var cursor = since
+        var found: [RawRecord] = []
+        while true {
+            let generation = published.load(ordering: .acquiring)
+            let (more, next) = query(since: cursor, filter: filter, limit: count - found.count)
+            found += more
+            cursor = next
+            if found.count >= count { return (found, cursor, true) }
+            if ContinuousClock.now >= deadline || Task.isCancelled { return (found, cursor, false) }
+            await waiters.wait(deadline: deadline) {
+                self.published.load(ordering: .acquiring) != generation
+            }
+        }
+    }
+}
+
+/// Tasks waiting for new records. The request path only loads ``isEmpty``'s atomic unless a
+/// waiter exists.
+final class WaiterList: Sendable {
+    private struct State {
+        var nextID = 0
+        var waiting: [Int: CheckedContinuation<Void, Never>] = [:]
+    }
+
+    private let state = Mutex(State())
+    private let waitingCount = Atomic<Int>(0)
+
+    var isEmpty: Bool { waitingCount.load(ordering: .acquiring) == 0 }
+
+    /// Suspends until ``wakeAll()``, the deadline, or cancellation. `alreadyChanged` is checked
+    /// under the lock, so a wake between the caller's scan and its registration is not lost.
+    func wait(deadline: ContinuousClock.Instant, alreadyChanged: @Sendable () -> Bool) async {
+        let id = state.withLock { state -> Int in
+            state.nextID += 1
+            return state.nextID
+        }
+        let timer = Task { [weak self] in
+            try? await Task.sleep(until: deadline, clock: .continuous)
+            self?.resume(id)
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let resumeNow = state.withLock { state -> Bool in
+                    if alreadyChanged() { return true }
+                    state.waiting[id] = continuation
+                    waitingCount.add(1, ordering: .releasing)
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            self.resume(id)
+        }
+        timer.cancel()
+    }
+
+    private func resume(_ id: Int) {
+        let continuation = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard let continuation = state.waiting.removeValue(forKey: id) else { return nil }
+            waitingCount.subtract(1, ordering: .releasing)
+            return continuation
+        }
+        continuation?.resume()
+    }
+
+    func wakeAll() {
+        let woken = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            let all = Array(state.waiting.values)
+            waitingCount.subtract(all.count, ordering: .releasing)
+            state.waiting.removeAll()
+            return all
+        }
+        for continuation in woken { continuation.resume() }
+    }
+}

@@ -1,0 +1,156 @@
+import APNSMockCore
+import Atomics
+import CoreMetrics
+import Prometheus
+import Synchronization
+
+/// Request counts for `/v1/stats` and `/metrics`, updated from every event loop.
+///
+/// One relaxed atomic add per request for the stats (a counter per outcome: accepted, each
+/// reason, each fault action), plus one for the Prometheus counter of the same outcome, created up
+/// front through swift-metrics with this server's own `PrometheusMetricsFactory` (not the global
+/// `MetricsSystem`, so that several mocks in one test process do not share numbers). The latency
+/// histogram takes a lock inside swift-prometheus, so it observes one request in
+/// ``latencySampleInterval`` per connection rather than every request.
+final class RequestStatistics: Sendable {
+    /// Index 0: accepted (200); 1...: `Reason.allCases`; then the fault actions.
+    private let counts: [ManagedAtomic<Int>]
+    private let counters: [CoreMetrics.Counter]
+    let registry: PrometheusCollectorRegistry
+    private let openConnectionsGauge: CoreMetrics.Gauge
+    private let evictionsCounter: CoreMetrics.Counter
+    private let exportedEvictions = Mutex<UInt64>(0)
+    let latency: CoreMetrics.Timer
+    let started = ContinuousClock.now
+    private let rate = Mutex<(at: ContinuousClock.Instant, total: Int, perSecond: Double)>(
+        (ContinuousClock.now, 0, 0))
+
+    static let latencySampleInterval = 16
+    private static let reasons = Reason.allCases
+    private static let actions = FaultRule.Action.allCases
+
+    init() {
+        let registry = PrometheusCollectorRegistry()
+        let factory = PrometheusMetricsFactory(registry: registry)
+        self.registry = registry
+        var counters: [CoreMetrics.Counter] = [
+            CoreMetrics.Counter(label: "apns_requests_total", dimensions: [("status", "200"), ("reason", "")], factory: factory)
+        ]
+        for reason in Self.reasons {
+            counters.append(CoreMetrics.Counter(
+                label: "apns_requests_total",
+                dimensions: [("status", String(reason.status)), ("reason", reason.rawValue)], factory: factory))
+        }
+        for action in Self.actions {
+            counters.append(CoreMetrics.Counter(
+                label: "apns_requests_total", dimensions: [("status", "none"), ("reason", action.rawValue)],
+                factory: factory))
+        }
+        self.counters = counters
+        self.counts = counters.map { _ in ManagedAtomic(0) }
+        openConnectionsGauge = CoreMetrics.Gauge(label: "apns_open_connections", factory: factory)
+        evictionsCounter = CoreMetrics.Counter(label: "apns_recording_evictions_total", factory: factory)
+        latency = CoreMetrics.Timer(label: "apns_request_duration_seconds", factory: factory)
+    }
+
+    private static func index(status: Int?, rejection: Rejection?, action: FaultRule.Action?) -> Int {
+        if let action { return 1 + reasons.count + (actions.firstIndex(of: action) ?? 0) }
+        if let rejection { return 1 + (reasons.firstIndex(of: rejection.reason) ?? 0) }
+        return 0
+    }
+
+    func count(status: Int?, rejection: Rejection?, action: FaultRule.Action?) {
+        let index = Self.index(status: status, rejection: rejection, action: action)
+        counts[index].wrappingIncrement(ordering: .relaxed)
+        counters[index].increment()
+    }
+
+    /// `/v1/stats` body.
+    struct Snapshot: Codable, Sendable, Equatable {
+        var requests: Int
+        var accepted: Int
+        var rejected: Int
+        var byStatus: [String: Int]
+        var byReason: [String: Int]
+        var byAction: [String: Int]
+        var connections: Connections
+        var requestsPerSecond: Double
+        var averageRequestsPerSecond: Double
+        var recording: Recording
+
+        struct Connections: Codable, Sendable, Equatable {
+            var open: Int
+            var total: UInt64
+        }
+
+        struct Recording: Codable, Sendable, Equatable {
+            var capacity: Int
+            var records: Int
+            var evictions: UInt64
+            var lastSeq: UInt64
+        }
+    }
+
+    func snapshot(openConnections: Int, totalConnections: UInt64, records: RecordStore) -> Snapshot {
+        let values = counts.map { $0.load(ordering: .relaxed) }
+        var byStatus: [String: Int] = [:]
+        var byReason: [String: Int] = [:]
+        var byAction: [String: Int] = [:]
+        if values[0] > 0 { byStatus["200"] = values[0] }
+        for (offset, reason) in Self.reasons.enumerated() where values[1 + offset] > 0 {
+            byStatus[String(reason.status), default: 0] += values[1 + offset]
+            byReason[reason.rawValue, default: 0] += values[1 + offset]
+        }
+        for (offset, action) in Self.actions.enumerated() where values[1 + Self.reasons.count + offset] > 0 {
+            byAction[action.rawValue] = values[1 + Self.reasons.count + offset]
+        }
+        let total = values.reduce(0, +)
+        let now = ContinuousClock.now
+        // The rate over the interval since the previous stats query (at least a second), so that a
+        // script polling /v1/stats sees the current rate rather than the lifetime average.
+        let perSecond = rate.withLock { rate -> Double in
+            let elapsed = now - rate.at
+            if elapsed >= .seconds(1) {
+                rate.perSecond = Double(total - rate.total) / Self.seconds(elapsed)
+                rate.at = now
+                rate.total = total
+            }
+            return rate.perSecond
+        }
+        let lifetime = Self.seconds(now - started)
+        return Snapshot(
+            requests: total, accepted: values[0], rejected: total - values[0],
+            byStatus: byStatus, byReason: byReason, byAction: byAction,
+            connections: .init(open: openConnections, total: totalConnections),
+            requestsPerSecond: perSecond,
+            averageRequestsPerSecond: lifetime > 0 ? Double(total) / lifetime : 0,
+            recording: .init(
+                capacity: records.capacity, records: records.count, evictions: records.evictions,
+                lastSeq: records.lastSeq))
+    }
+
+    /// Prometheus text: the gauges that are read rather than counted are brought up to date first.
+    func prometheusText(openConnections: Int, evictions: UInt64) -> String {
+        openConnectionsGauge.record(openConnections)
+        exportedEvictions.withLock { exported in
+            if evictions > exported {
+                evictionsCounter.increment(by: Int64(evictions - exported))
+                exported = evictions
+            }
+        }
+        var buffer: [UInt8] = []
+        registry.emit(into: &buffer)
+        return String(decoding: buffer, as: UTF8.self)
+    }
+
+    /// One latency sample: from the request's last frame to its answer being queued.
+    func observeLatency(since start: ContinuousClock.Instant) {
+        let (seconds, attoseconds) = (ContinuousClock.now - start).components
+        latency.recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+    }
+
+    private static func seconds(_ duration: Duration) -> Double {
+        let (seconds, attoseconds) = duration.components
+        return Double(seconds) + Double(attoseconds) * 1e-18
+    }
+}

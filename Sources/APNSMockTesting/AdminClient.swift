@@ -1,0 +1,167 @@
+import APNSMock
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A small typed client of the mock's query and admin API, for tests: "send pushes with the code
+/// under test, then ask the mock what it got".
+///
+/// ```swift
+/// let page = try await mock.admin.wait(NotificationQuery(token: token), count: 1)
+/// #expect(page.notifications.first?.payload?["aps"]?["alert"] == .string("hi"))
+/// ```
+public struct AdminClient: Sendable {
+    public let baseURL: String
+    /// Sent as `Authorization: Bearer …` when the mock was configured with `admin.token`.
+    public var token: String?
+
+    public init(baseURL: String, token: String? = nil) {
+        self.baseURL = baseURL
+        self.token = token
+    }
+
+    /// `GET /v1/notifications`.
+    public func notifications(_ query: NotificationQuery = NotificationQuery()) async throws -> NotificationPage {
+        let response = try await request("GET", "/v1/notifications", query: query.items)
+        return try response.decode(NotificationPage.self, expecting: [200])
+    }
+
+    /// `GET /v1/notifications/wait`. `timedOut` is true when the mock answered 408 (the page then
+    /// holds what matched so far).
+    public func wait(
+        _ query: NotificationQuery = NotificationQuery(), count: Int = 1, timeout: Double = 5
+    ) async throws -> (page: NotificationPage, timedOut: Bool) {
+        let items = query.items + [("count", String(count)), ("timeout", String(timeout))]
+        let response = try await request("GET", "/v1/notifications/wait", query: items)
+        let page = try response.decode(NotificationPage.self, expecting: [200, 408])
+        return (page, response.status == 408)
+    }
+
+    /// `DELETE /v1/notifications`.
+    public func deleteNotifications() async throws {
+        try await request("DELETE", "/v1/notifications").expect([204])
+    }
+
+    /// `POST /v1/faults` with a rule written as JSON (interface.md's fault rule shape).
+    @discardableResult
+    public func addFault(json: String) async throws -> AdminResponse {
+        try await request("POST", "/v1/faults", body: Data(json.utf8))
+    }
+
+    /// `POST /v1/reset`.
+    public func reset() async throws {
+        try await request("POST", "/v1/reset").expect([204])
+    }
+
+    /// Any admin request, for what has no typed helper.
+    public func request(
+        _ method: String, _ path: String, query: [(String, String)] = [], body: Data? = nil
+    ) async throws -> AdminResponse {
+        guard var components = URLComponents(string: baseURL + path) else { throw AdminClientError("bad URL \(baseURL)\(path)") }
+        if !query.isEmpty {
+            components.queryItems = query.map { URLQueryItem(name: $0.0, value: $0.1) }
+        }
+        guard let url = components.url else { throw AdminClientError("bad URL \(baseURL)\(path)") }
+        var request = URLRequest(url: url)
+        request.httpMethod = method
+        request.timeoutInterval = 330
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        if let body {
+            request.httpBody = body
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        }
+        let (data, response): (Data, URLResponse) = try await withCheckedThrowingContinuation { continuation in
+            URLSession.shared.dataTask(with: request) { data, response, error in
+                if let error {
+                    continuation.resume(throwing: error)
+                } else if let response {
+                    continuation.resume(returning: (data ?? Data(), response))
+                } else {
+                    continuation.resume(throwing: AdminClientError("no response"))
+                }
+            }.resume()
+        }
+        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+        return AdminResponse(status: status, body: data)
+    }
+}
+
+/// Filters of the query API; `nil` fields are left out.
+public struct NotificationQuery: Sendable {
+    public var token: String?
+    public var topic: String?
+    public var pushType: String?
+    public var apnsId: String?
+    public var collapseId: String?
+    /// `accepted` (the server's default), `rejected` or `all`.
+    public var outcome: String?
+    public var reason: String?
+    public var since: UInt64?
+    public var limit: Int?
+
+    public init(
+        token: String? = nil, topic: String? = nil, pushType: String? = nil, apnsId: String? = nil,
+        collapseId: String? = nil, outcome: String? = nil, reason: String? = nil, since: UInt64? = nil,
+        limit: Int? = nil
+    ) {
+        self.token = token
+        self.topic = topic
+        self.pushType = pushType
+        self.apnsId = apnsId
+        self.collapseId = collapseId
+        self.outcome = outcome
+        self.reason = reason
+        self.since = since
+        self.limit = limit
+    }
+
+    var items: [(String, String)] {
+        var items: [(String, String)] = []
+        func add(_ name: String, _ value: String?) { if let value { items.append((name, value)) } }
+        add("token", token)
+        add("topic", topic)
+        add("pushType", pushType)
+        add("apnsId", apnsId)
+        add("collapseId", collapseId)
+        add("outcome", outcome)
+        add("reason", reason)
+        add("since", since.map(String.init))
+        add("limit", limit.map(String.init))
+        return items
+    }
+}
+
+/// `{"notifications":[…],"next":<seq>}`.
+public struct NotificationPage: Codable, Sendable {
+    public var notifications: [NotificationRecord]
+    /// Pass as `since` to get only later records.
+    public var next: UInt64
+}
+
+/// An admin API answer: status and raw body.
+public struct AdminResponse: Sendable {
+    public var status: Int
+    public var body: Data
+
+    /// The `error` of a `{"error":"…"}` body.
+    public var error: String? {
+        (try? JSONDecoder().decode([String: String].self, from: body))?["error"]
+    }
+
+    public func decode<T: Decodable>(_ type: T.Type, expecting statuses: Set<Int> = [200]) throws -> T {
+        try expect(statuses)
+        return try JSONDecoder().decode(type, from: body)
+    }
+
+    public func expect(_ statuses: Set<Int>) throws {
+        guard statuses.contains(status) else {
+            throw AdminClientError("admin API answered \(status): \(String(decoding: body, as: UTF8.self))")
+        }
+    }
+}
+
+public struct AdminClientError: Error, CustomStringConvertible {
+    public var description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,280 @@
+import APNSMock
+import APNSMockCore
+import APNSMockTesting
+import Foundation
+import Testing
+
+/// Both listeners end to end: pushes over TLS and HTTP/2 (curl or hand-made frames), then the
+/// admin API over HTTP/1.1 through ``AdminClient``, asserting decoded JSON.
+@Suite("Recording and the admin API", .timeLimit(.minutes(2)))
+struct AdminAPITests {
+    static let token = String(repeating: "ab", count: 32)
+    static let otherToken = String(repeating: "cd", count: 32)
+
+    static func push(_ mock: RunningMock, token: String = token, headers: [String: String] = ["apns-topic": "com.example.app"])
+        async throws -> CurlResponse
+    {
+        try await Curl.send(url: "\(mock.baseURL)/3/device/\(token)", caPath: mock.caPath, headers: headers)
+    }
+
+    // MARK: Recording and queries
+
+    @Test func recordsAcceptedAndRejectedRequests() async throws {
+        try await MockHarness.withRunningMock { mock in
+            let accepted = try await Self.push(mock, headers: ["apns-topic": "com.example.app", "apns-collapse-id": "c1"])
+            #expect(accepted.status == 200)
+            let rejected = try await Self.push(mock, token: "zz")
+            #expect(rejected.status == 400)
+
+            let page = try await mock.admin.notifications()
+            #expect(page.notifications.count == 1)
+            let record = try #require(page.notifications.first)
+            #expect(record.status == 200)
+            #expect(record.token == Self.token)
+            #expect(record.topic == "com.example.app")
+            #expect(record.pushType == "alert")
+            #expect(record.priority == 10)
+            #expect(record.collapseId == "c1")
+            #expect(record.environment == "sandbox")
+            #expect(record.apnsId == accepted.headers["apns-id"])
+            #expect(record.uniqueId == accepted.headers["apns-unique-id"])
+            #expect(record.payload?["aps"]?["alert"] == .string("hello"))
+            #expect(record.payloadEncoding == .json)
+            #expect(record.payloadSize == 25)
+            #expect(record.injected == false)
+            #expect(record.lint.isEmpty)
+            // Curl.send signs with the demo key by default.
+            #expect(record.auth == AuthSummary(method: .token, teamId: "DEMOTEAM01", keyId: "DEMOKEY001"))
+            #expect(record.streamId == 1)
+            #expect(record.headers["apns-topic"] == "com.example.app")
+            #expect(record.headers[":method"] == "POST")
+            #expect(record.headers["authorization"] == nil)
+            // Every record up to the cursor was looked at, the rejected one included.
+            #expect(page.next == record.seq + 1)
+
+            let rejectedPage = try await mock.admin.notifications(NotificationQuery(outcome: "rejected"))
+            let rejectedRecord = try #require(rejectedPage.notifications.first)
+            #expect(rejectedPage.notifications.count == 1)
+            #expect(rejectedRecord.status == 400)
+            #expect(rejectedRecord.reason == "BadDeviceToken")
+            #expect(rejectedRecord.token == "zz")
+            #expect(rejectedRecord.seq > record.seq)
+
+            let byReason = try await mock.admin.notifications(NotificationQuery(reason: "BadDeviceToken"))
+            #expect(byReason.notifications.map(\.seq) == [rejectedRecord.seq])
+
+            let all = try await mock.admin.notifications(NotificationQuery(outcome: "all"))
+            #expect(all.notifications.map(\.seq) == [record.seq, rejectedRecord.seq])
+            let later = try await mock.admin.notifications(NotificationQuery(outcome: "all", since: record.seq))
+            #expect(later.notifications.map(\.seq) == [rejectedRecord.seq])
+            let limited = try await mock.admin.notifications(NotificationQuery(outcome: "all", limit: 1))
+            #expect(limited.notifications.map(\.seq) == [record.seq])
+            #expect(limited.next == record.seq)
+            let byToken = try await mock.admin.notifications(NotificationQuery(token: Self.otherToken, outcome: "all"))
+            #expect(byToken.notifications.isEmpty)
+            let byApnsID = try await mock.admin.notifications(NotificationQuery(apnsId: record.apnsId.lowercased()))
+            #expect(byApnsID.notifications.map(\.seq) == [record.seq])
+
+            let stats = try await mock.admin.request("GET", "/v1/stats").decode(Stats.self)
+            #expect(stats.requests == 2)
+            #expect(stats.accepted == 1)
+            #expect(stats.rejected == 1)
+            #expect(stats.byReason["BadDeviceToken"] == 1)
+            #expect(stats.byStatus["200"] == 1)
+            #expect(stats.connections.total == 2)
+
+            try await mock.admin.deleteNotifications()
+            let empty = try await mock.admin.notifications(NotificationQuery(outcome: "all"))
+            #expect(empty.notifications.isEmpty)
+            // The cursor survives a delete: seq keeps counting.
+            _ = try await Self.push(mock)
+            let after = try await mock.admin.notifications()
+            #expect(after.notifications.first.map(\.seq) == rejectedRecord.seq + 1)
+        }
+    }
+
+    @Test func nonJSONPayloadIsKeptAsTextWithLint() async throws {
+        try await MockHarness.withRunningMock { mock in
+            _ = try await Curl.send(
+                url: "\(mock.baseURL)/3/device/\(Self.token)", caPath: mock.caPath, body: Data("not json".utf8))
+            let record = try #require(try await mock.admin.notifications(NotificationQuery(outcome: "all")).notifications.first)
+            #expect(record.payload == .string("not json"))
+            #expect(record.payloadEncoding == .text)
+            #expect(record.lint.map(\.code).contains("invalid-json"))
+        }
+    }
+
+    @Test func capacityEvictsTheOldestAndCountsIt() async throws {
+        try await MockHarness.withRunningMock(configure: { $0.recordingCapacity = 2 }) { mock in
+            for _ in 0..<3 { _ = try await Self.push(mock) }
+            let page = try await mock.admin.notifications()
+            #expect(page.notifications.map(\.seq) == [2, 3])
+            let stats = try await mock.admin.request("GET", "/v1/stats").decode(Stats.self)
+            #expect(stats.recording.evictions == 1)
+            #expect(stats.recording.records == 2)
+        }
+    }
+
+    // MARK: Wait-for
+
+    @Test func waitAnswersWhenThePushArrives() async throws {
+        try await MockHarness.withRunningMock { mock in
+            async let waited = mock.admin.wait(NotificationQuery(token: Self.token), count: 2, timeout: 20)
+            // Several waiters at once, each woken by the append.
+            async let others = withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<5 {
+                    group.addTask { try await mock.admin.wait(NotificationQuery(), count: 1, timeout: 20).page.notifications.count }
+                }
+                return try await group.reduce(0, +)
+            }
+            _ = try await Self.push(mock, token: Self.otherToken)
+            _ = try await Self.push(mock)
+            _ = try await Self.push(mock)
+            let (page, timedOut) = try await waited
+            #expect(!timedOut)
+            #expect(page.notifications.count == 2)
+            #expect(page.notifications.allSatisfy { $0.token == Self.token })
+            #expect(try await others == 5)
+        }
+    }
+
+    @Test func waitTimesOutWith408AndWhatMatched() async throws {
+        try await MockHarness.withRunningMock { mock in
+            _ = try await Self.push(mock)
+            let (page, timedOut) = try await mock.admin.wait(NotificationQuery(), count: 2, timeout: 0.3)
+            #expect(timedOut)
+            #expect(page.notifications.count == 1)
+        }
+    }
+
+    // MARK: Devices and reset
+
+    @Test func unregisteredDeviceGets410UntilReset() async throws {
+        try await MockHarness.withRunningMock { mock in
+            let added = try await mock.admin.request(
+                "POST", "/v1/devices", body: Data(#"{"token":"\#(Self.token)","topic":"com.example.app"}"#.utf8))
+            #expect(added.status == 201)
+            let unregistered = try await mock.admin.request(
+                "POST", "/v1/devices/\(Self.token)/unregister",
+                body: Data(#"{"timestamp":1700000000000,"reason":"ExpiredToken"}"#.utf8))
+            #expect(unregistered.status == 200)
+            let response = try await Self.push(mock)
+            #expect(response.status == 410)
+            #expect(response.error == CurlResponse.ErrorBody(reason: "ExpiredToken", timestamp: 1_700_000_000_000))
+
+            let devices = try await mock.admin.request("GET", "/v1/devices").decode(DeviceList.self)
+            #expect(devices.devices.map(\.token) == [Self.token])
+            #expect(devices.devices.first?.reason == "ExpiredToken")
+
+            try await mock.admin.reset()
+            #expect(try await mock.admin.request("GET", "/v1/devices").decode(DeviceList.self).devices.isEmpty)
+            #expect(try await mock.admin.notifications(NotificationQuery(outcome: "all")).notifications.isEmpty)
+            #expect(try await Self.push(mock).status == 200)
+
+            let removed = try await mock.admin.request("DELETE", "/v1/devices/\(Self.token)")
+            #expect(removed.status == 404)
+        }
+    }
+
+    // MARK: Bad requests change nothing
+
+    @Test(arguments: [
+        ("POST", "/v1/faults", #"{"respond":{"reason":"NoSuchReason"}}"#, "respond.reason"),
+        ("POST", "/v1/faults", #"{"respond":{"reason":"BadDeviceToken"},"colour":1}"#, "colour"),
+        ("POST", "/v1/faults", #"{"delayMs":"soon"}"#, "delayMs"),
+        ("POST", "/v1/faults", #"{"respond": "#, "body"),
+        ("POST", "/v1/devices", #"{"token":"xyz"}"#, "token"),
+        ("POST", "/v1/devices/abababababababababababababababababababababababababababababababab/unregister", #"{"reason":"Gone"}"#, "reason"),
+        ("GET", "/v1/notifications?colour=red", "", "colour"),
+        ("GET", "/v1/notifications?outcome=maybe", "", "outcome"),
+        ("GET", "/v1/notifications/wait?timeout=soon", "", "timeout"),
+    ])
+    func badRequestsAre400AndChangeNothing(_ method: String, _ pathAndQuery: String, _ body: String, _ field: String) async throws {
+        try await MockHarness.withRunningMock { mock in
+            let parts = pathAndQuery.split(separator: "?", maxSplits: 1).map(String.init)
+            let query = parts.count > 1
+                ? parts[1].split(separator: "&").map { pair -> (String, String) in
+                    let kv = pair.split(separator: "=", maxSplits: 1).map(String.init)
+                    return (kv[0], kv.count > 1 ? kv[1] : "")
+                }
+                : []
+            let response = try await mock.admin.request(
+                method, parts[0], query: query, body: body.isEmpty ? nil : Data(body.utf8))
+            #expect(response.status == 400)
+            let error = try #require(response.error)
+            #expect(error.hasPrefix(field))
+            let faults = try await mock.admin.request("GET", "/v1/faults").decode(FaultList.self)
+            #expect(faults.faults.isEmpty)
+            let devices = try await mock.admin.request("GET", "/v1/devices").decode(DeviceList.self)
+            #expect(devices.devices.isEmpty)
+        }
+    }
+
+    @Test func adminTokenIsRequiredWhenConfigured() async throws {
+        try await MockHarness.withRunningMock(configure: { $0.admin.token = "s3cret" }) { mock in
+            let unauthorized = try await mock.admin.request("GET", "/v1/stats")
+            #expect(unauthorized.status == 401)
+            #expect(unauthorized.error?.hasPrefix("authorization") == true)
+            let authorized = try await AdminClient(baseURL: mock.adminURL, token: "s3cret").request("GET", "/v1/stats")
+            #expect(authorized.status == 200)
+        }
+    }
+
+    @Test func healthzAndMetrics() async throws {
+        try await MockHarness.withRunningMock { mock in
+            #expect(try await mock.admin.request("GET", "/healthz").status == 200)
+            _ = try await Self.push(mock)
+            _ = try await Self.push(mock, token: "zz")
+            let metrics = try await mock.admin.request("GET", "/metrics")
+            #expect(metrics.status == 200)
+            let samples = Self.prometheusSamples(String(decoding: metrics.body, as: UTF8.self))
+            #expect(samples[#"apns_requests_total{status="200",reason=""}"#] == 1)
+            #expect(samples[#"apns_requests_total{status="400",reason="BadDeviceToken"}"#] == 1)
+            #expect(samples["apns_recording_evictions_total"] == 0)
+            #expect(samples["apns_open_connections"] != nil)
+        }
+    }
+
+    /// `name{labels} value` lines of Prometheus text, comments skipped.
+    static func prometheusSamples(_ text: String) -> [String: Double] {
+        var samples: [String: Double] = [:]
+        for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+            guard let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else { continue }
+            samples[String(line[..<space])] = value
+        }
+        return samples
+    }
+
+    // MARK: Decoding helpers
+
+    struct Stats: Decodable {
+        struct Connections: Decodable { var open: Int; var total: Int }
+        struct Recording: Decodable { var capacity: Int; var records: Int; var evictions: Int; var lastSeq: Int }
+        var requests: Int
+        var accepted: Int
+        var rejected: Int
+        var byStatus: [String: Int]
+        var byReason: [String: Int]
+        var byAction: [String: Int]
+        var connections: Connections
+        var recording: Recording
+    }
+
+    struct DeviceList: Decodable {
+        struct Device: Decodable { var token: String; var topic: String?; var reason: String?; var timestamp: Int64? }
+        var policy: String
+        var devices: [Device]
+    }
+
+    struct FaultList: Decodable {
+        struct Fault: Decodable {
+            struct Respond: Decodable { var status: Int; var reason: String }
+            var id: String
+            var respond: Respond?
+            var action: String?
+            var remaining: Int?
+            var applied: Int
+        }
+        var faults: [Fault]
+    }
+}
