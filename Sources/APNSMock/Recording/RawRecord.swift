@@ -1,26 +1,26 @@
 import APNSMockCore
 import Foundation
 
-/// What the request path stores for one request: the request's bytes and the verdict, with
+/// What the request path stores for one request: the request and the verdict, with
 /// nothing derived. The JSON payload, the header dictionary, the token parsed from `:path`, the
 /// lint of a rejected request and the id strings are built only when the record is queried
 /// (``render(validator:)``).
 ///
-/// Every header and the body are packed into one byte array (one exact-size allocation and a few
-/// copies) rather than keeping the request's strings and arrays: holding those would cost a
-/// retain and a release per field and make the connection reallocate its reused body and header
-/// buffers for its next request (measured: that version cost ~17% of throughput, this one less).
+/// The request is kept as the connection collected it: its header Strings are shared (a value a
+/// connection repeats is one String for all its records), and body and extra headers are shared
+/// with the previous record when they repeat, copied once when they change. The connection's own
+/// reusable buffers are never shared with a record, so recycling them costs no reallocation.
 struct RawRecord: Sendable {
     var seq: UInt64 = 0
     /// Milliseconds since the epoch.
     var receivedAt: Int64
     /// The body, then each header as `name NUL value NUL` (HTTP/2 field values cannot hold NUL).
     /// `authorization` is never stored.
-    var packed: [UInt8]
-    var bodyCount: Int
-    /// Bytes of body received (more than kept when over every limit).
-    var bodyLength: Int
-    /// What the validator interpreted, when it accepted the request.
+    /// The request as received, without its `authorization` (never recorded). Its Strings are the
+    /// connection's own (a repeated value is one shared String), and the body and extra headers are
+    /// shared with the previous record of the connection when they repeat (see
+    /// ``Responder/recordable(_:state:)``), so a record usually costs no copy of them.
+    let request: PushRequest
     var interpreted: Interpreted?
     var environment: APNSEnvironment
     var auth: AuthSummary
@@ -49,9 +49,7 @@ struct RawRecord: Sendable {
         rejection: Rejection?, injected: Bool, action: FaultRule.Action?, connectionID: UInt64, streamID: Int32
     ) {
         self.receivedAt = receivedAt
-        self.packed = Self.pack(request)
-        self.bodyCount = request.body.count
-        self.bodyLength = request.bodyLength
+        self.request = request
         self.interpreted = accepted.map {
             Interpreted(priority: $0.priority, expiration: $0.expiration, pushType: $0.pushType, topic: $0.topic, lint: $0.lint)
         }
@@ -65,60 +63,6 @@ struct RawRecord: Sendable {
         self.action = action
         self.connectionID = connectionID
         self.streamID = streamID
-    }
-
-    private static let knownNames: [[UInt8]] = KnownHeader.allCases.map { Array($0.name.utf8) }
-
-    private static func pack(_ request: PushRequest) -> [UInt8] {
-        var packed: [UInt8] = []
-        packed.reserveCapacity(request.body.count + 320)
-        packed.append(contentsOf: request.body)
-        // Appending a String's UTF8View element by element was 9% of all request time in a
-        // profile; native strings are contiguous, so copy their bytes in one go.
-        func bytes(_ text: String) {
-            let copied: Void? = text.utf8.withContiguousStorageIfAvailable { packed.append(contentsOf: $0) }
-            if copied == nil { packed.append(contentsOf: Array(text.utf8)) }
-        }
-        func field(_ name: [UInt8], _ value: String?) {
-            guard let value else { return }
-            packed.append(contentsOf: name)
-            packed.append(0)
-            bytes(value)
-            packed.append(0)
-        }
-        field(knownNames[KnownHeader.method.rawValue], request.method)
-        field(knownNames[KnownHeader.scheme.rawValue], request.scheme)
-        field(knownNames[KnownHeader.path.rawValue], request.path)
-        field(knownNames[KnownHeader.authority.rawValue], request.authority)
-        field(knownNames[KnownHeader.apnsID.rawValue], request.apnsID)
-        field(knownNames[KnownHeader.expiration.rawValue], request.expiration)
-        field(knownNames[KnownHeader.priority.rawValue], request.priority)
-        field(knownNames[KnownHeader.topic.rawValue], request.topic)
-        field(knownNames[KnownHeader.collapseID.rawValue], request.collapseID)
-        field(knownNames[KnownHeader.pushType.rawValue], request.pushType)
-        for (name, value) in request.otherHeaders where name != "authorization" {
-            bytes(name)
-            packed.append(0)
-            bytes(value)
-            packed.append(0)
-        }
-        return packed
-    }
-
-    /// The request as received (minus `authorization`), unpacked: for queries only.
-    var request: PushRequest {
-        var unpacked = PushRequest()
-        unpacked.body = Array(packed[..<bodyCount])
-        unpacked.bodyLength = bodyLength
-        var fields = packed[bodyCount...].split(separator: 0, omittingEmptySubsequences: false)
-        if fields.last?.isEmpty == true { fields.removeLast() }
-        var index = fields.startIndex
-        while index + 1 < fields.endIndex {
-            unpacked.setHeader(
-                name: String(decoding: fields[index], as: UTF8.self), value: String(decoding: fields[index + 1], as: UTF8.self))
-            index += 2
-        }
-        return unpacked
     }
 
     /// Accepted: answered 200 by the mock's own rules or an injected 200 (a fault with only a
@@ -180,7 +124,7 @@ struct RawRecord: Sendable {
             auth: auth,
             payload: payload,
             payloadEncoding: encoding,
-            payloadSize: bodyLength,
+            payloadSize: request.bodyLength,
             status: status,
             reason: rejection?.wireReason,
             timestamp: rejection?.timestamp,

@@ -35,7 +35,7 @@ final class RecordStore: Sendable {
     /// released outside the stripe's lock.
     final class StoredRecord: Sendable {
         let raw: RawRecord
-        init(_ raw: RawRecord) { self.raw = raw }
+        init(_ raw: consuming RawRecord) { self.raw = raw }
     }
 
     init(capacity: Int, stripes: Int = 16) {

@@ -134,7 +134,7 @@ final class Responder: Sendable {
         }
         return conclude(
             request, decision: decision, response: response, environment: environment, auth: auth.summary,
-            streamID: streamID, connection: connection)
+            streamID: streamID, connection: connection, state: &state)
     }
 }
 
@@ -143,6 +143,10 @@ struct ConnectionState {
     var random = FastRandom()
     var devices: DeviceStore.Snapshot
     var memo = ValidationMemo()
+    /// The body and extra headers of the connection's last record, shared by the records that
+    /// repeat them (``Responder/recordable(_:state:)``).
+    var recordedBody: [UInt8] = []
+    var recordedOtherHeaders: [(name: String, value: String)] = []
     var lastAuthority: String?
     var lastAuthorityEnvironment: APNSEnvironment?
     var auth = AuthState()
