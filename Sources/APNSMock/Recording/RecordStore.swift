@@ -5,7 +5,7 @@ import Synchronization
 /// No global lock on the request path: a record's `seq` comes from one atomic counter, and the
 /// record goes into ring slot `(seq - 1) % capacity`. Slots are spread over ``stripeCount`` stripes
 /// (slot `i` lives in stripe `i % stripeCount`), each behind its own `Mutex` held only to swap one
-/// reference. Two writers therefore contend only when their consecutive `seq`s land on the same
+/// record in and the evicted one out. Two writers therefore contend only when their consecutive `seq`s land on the same
 /// stripe at the same moment, and eviction stays exact: slot reuse *is* eviction of the record
 /// `capacity` older, so the ring never holds more than `capacity` records and always drops the
 /// oldest.
@@ -27,15 +27,11 @@ final class RecordStore: Sendable {
     private let published = Atomic<UInt64>(0)
     private let waiters = WaiterList()
 
+    /// Records are held by value in their slots: appending moves the record in and the evicted
+    /// one out (a swap under the stripe's lock), so a record costs no allocation of its own, and
+    /// the evicted record is destroyed after the lock is released.
     private final class Stripe: Sendable {
-        let slots = Mutex<[StoredRecord?]>([])
-    }
-
-    /// One allocation per record, so that a slot swap moves one reference and the old record is
-    /// released outside the stripe's lock.
-    final class StoredRecord: Sendable {
-        let raw: RawRecord
-        init(_ raw: consuming RawRecord) { self.raw = raw }
+        let slots = Mutex<[RawRecord?]>([])
     }
 
     init(capacity: Int, stripes: Int = 16) {
@@ -61,22 +57,22 @@ final class RecordStore: Sendable {
         guard capacity > 0 else { return }
         let seq = head.add(1, ordering: .relaxed).newValue
         record.seq = seq
-        let stored = StoredRecord(record)
+        var incoming: RawRecord? = record
         let slot = Int((seq - 1) % UInt64(capacity))
         let position = slot / stripeCount
-        let displaced: StoredRecord? = stripes[slot % stripeCount].slots.withLock { slots in
+        stripes[slot % stripeCount].slots.withLock { slots in
             while slots.count <= position { slots.append(nil) }
-            if let current = slots[position], current.raw.seq > seq {
+            if let current = slots[position]?.seq, current > seq {
                 // A writer `capacity` records later got here first: this record is already evicted.
-                return stored
+                return
             }
-            let old = slots[position]
-            slots[position] = stored
-            return old
+            swap(&incoming, &slots[position])
         }
-        if let displaced, displaced.raw.seq > clearedThrough {
+        // `incoming` now holds the displaced record (or this one, if it came too late).
+        if let displacedSeq = incoming?.seq, displacedSeq > clearedThrough {
             evictionCount.add(1, ordering: .relaxed)
         }
+        incoming = nil
         published.add(1, ordering: .releasing)
         if waiters.isEmpty == false {
             waiters.wakeAll()
@@ -87,8 +83,8 @@ final class RecordStore: Sendable {
         let slot = Int((seq - 1) % UInt64(capacity))
         let position = slot / stripeCount
         return stripes[slot % stripeCount].slots.withLock { slots in
-            guard position < slots.count, let stored = slots[position], stored.raw.seq == seq else { return nil }
-            return stored.raw
+            guard position < slots.count, let stored = slots[position], stored.seq == seq else { return nil }
+            return stored
         }
     }
 
@@ -122,7 +118,7 @@ final class RecordStore: Sendable {
         cleared.store(lastSeq, ordering: .releasing)
         for stripe in stripes {
             let old = stripe.slots.withLock { slots in
-                var taken: [StoredRecord?] = []
+                var taken: [RawRecord?] = []
                 swap(&taken, &slots)
                 return taken
             }
