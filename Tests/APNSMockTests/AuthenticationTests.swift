@@ -179,8 +179,13 @@ struct AuthenticationTests {
     @Test func tokenSignedByPythonCryptographyIsAccepted() async throws {
         try await MockHarness.withRunningMock(configure: Self.configure) { mock in
             let material = try MockHarness.sharedCertificates()
-            let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("scripts/python/es256_jwt.py").path
-            let output = try await ExternalTool.run("python3", [
+            let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            let script = repository.appendingPathComponent("scripts/python/es256_jwt.py").path
+            // scripts/setup's .venv carries `cryptography` (an aioapns dependency); fall back to the
+            // system interpreter when it is absent.
+            let venvPython = repository.appendingPathComponent(".venv/bin/python").path
+            let python = FileManager.default.isExecutableFile(atPath: venvPython) ? venvPython : "python3"
+            let output = try await ExternalTool.run(python, [
                 script, material.tokenKeyPath(material.tokenKeys[0]), "DEMOTEAM01", "DEMOKEY001", "\(Self.now)",
             ])
             #expect(output.exitCode == 0, "\(output.stderr)")
