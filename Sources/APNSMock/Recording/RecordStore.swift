@@ -31,7 +31,14 @@ final class RecordStore: Sendable {
     /// one out (a swap under the stripe's lock), so a record costs no allocation of its own, and
     /// the evicted record is destroyed after the lock is released.
     private final class Stripe: Sendable {
-        let slots = Mutex<[RawRecord?]>([])
+        let slots = Mutex(Slots())
+    }
+
+    /// A stripe's records, and beside them the `seq` of each: checking a slot's `seq` reads one
+    /// word instead of copying the record out of its optional.
+    private struct Slots: Sendable {
+        var records: [RawRecord?] = []
+        var seqs: [UInt64] = []
     }
 
     init(capacity: Int, stripes: Int = 16) {
@@ -57,16 +64,20 @@ final class RecordStore: Sendable {
         guard capacity > 0 else { return }
         let seq = head.add(1, ordering: .relaxed).newValue
         record.seq = seq
-        var incoming: RawRecord? = record
+        var incoming: RawRecord? = consume record
         let slot = Int((seq - 1) % UInt64(capacity))
         let position = slot / stripeCount
         stripes[slot % stripeCount].slots.withLock { slots in
-            while slots.count <= position { slots.append(nil) }
-            if let current = slots[position]?.seq, current > seq {
+            while slots.seqs.count <= position {
+                slots.records.append(nil)
+                slots.seqs.append(0)
+            }
+            if slots.seqs[position] > seq {
                 // A writer `capacity` records later got here first: this record is already evicted.
                 return
             }
-            swap(&incoming, &slots[position])
+            swap(&incoming, &slots.records[position])
+            slots.seqs[position] = seq
         }
         // `incoming` now holds the displaced record (or this one, if it came too late).
         if let displacedSeq = incoming?.seq, displacedSeq > clearedThrough {
@@ -83,8 +94,8 @@ final class RecordStore: Sendable {
         let slot = Int((seq - 1) % UInt64(capacity))
         let position = slot / stripeCount
         return stripes[slot % stripeCount].slots.withLock { slots in
-            guard position < slots.count, let stored = slots[position], stored.seq == seq else { return nil }
-            return stored
+            guard position < slots.seqs.count, slots.seqs[position] == seq else { return nil }
+            return slots.records[position]
         }
     }
 
@@ -118,7 +129,7 @@ final class RecordStore: Sendable {
         cleared.store(lastSeq, ordering: .releasing)
         for stripe in stripes {
             let old = stripe.slots.withLock { slots in
-                var taken: [RawRecord?] = []
+                var taken = Slots()
                 swap(&taken, &slots)
                 return taken
             }
