@@ -455,9 +455,7 @@ public struct ValidationMemo: Sendable {
         _ request: PushRequest, pushType: PushType?, _ compute: (PushRequest, PushType?) -> [LintFinding]
     ) -> [LintFinding] {
         if let findings = lintFindings, lintPushType == pushType, request.bodyLength == lintPayload.count,
-           request.body.withUnsafeBytes({ new in lintPayload.withUnsafeBytes { old in
-               new.count == old.count && (new.count == 0 || memcmp(new.baseAddress!, old.baseAddress!, new.count) == 0)
-           } }) {
+           request.body.hasSameBytes(as: lintPayload) {
             return findings
         }
         let findings = compute(request, pushType)
@@ -480,5 +478,18 @@ public struct ValidationMemo: Sendable {
         }
         lastToken = String(text)
         return lastToken
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// Byte equality in one `memcmp`; `==` on `[UInt8]` compares element by element. The
+    /// per-connection memos compare every request's payload with the previous one's this way.
+    public func hasSameBytes(as other: [UInt8]) -> Bool {
+        withUnsafeBytes { mine in
+            other.withUnsafeBytes { theirs in
+                mine.count == theirs.count
+                    && (mine.count == 0 || memcmp(mine.baseAddress!, theirs.baseAddress!, mine.count) == 0)
+            }
+        }
     }
 }

@@ -53,12 +53,7 @@ extension Responder {
     func recordable(_ request: PushRequest, state: inout ConnectionState) -> PushRequest {
         var recorded = request
         recorded.authorization = nil
-        let sameBody = request.body.withUnsafeBytes { new in
-            state.recordedBody.withUnsafeBytes { old in
-                new.count == old.count && (new.count == 0 || memcmp(new.baseAddress!, old.baseAddress!, new.count) == 0)
-            }
-        }
-        if !sameBody {
+        if !request.body.hasSameBytes(as: state.recordedBody) {
             state.recordedBody = Array(request.body)
         }
         recorded.body = state.recordedBody
