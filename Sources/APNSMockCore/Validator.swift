@@ -375,7 +375,7 @@ public struct Validator: Sendable {
             return settings.rejection(failure.reason, timestamp: failure.timestamp)
 
         case .topicAllowed:
-            return context.allowedTopics.allows(topic: draft.topic, bundleID: draft.bundleID)
+            return memo.allows(topic: draft.topic, bundleID: draft.bundleID, in: context.allowedTopics)
                 ? nil : Rejection(.topicDisallowed)
 
         case .payloadSize:
@@ -412,6 +412,12 @@ public struct ValidationMemo: Sendable {
     private var lintPushType: PushType?
     private var lintFindings: [LintFinding]?
     private var lastToken: String = ""
+    /// The last topic-permission answer: a connection's sender and topic rarely change, and a Set
+    /// look-up hashes the whole topic.
+    private var allowedTopic: String?
+    private var allowedBundleIDLength = 0
+    private var allowedTopics = AllowedTopics.any
+    private var allowedAnswer = true
     fileprivate var headerOutcome: (HeaderKey, HeaderOutcome)?
 
     public init() {}
@@ -464,6 +470,22 @@ public struct ValidationMemo: Sendable {
         lintPushType = pushType
         lintFindings = findings
         return findings
+    }
+
+    /// ``AllowedTopics/allows(topic:bundleID:)``, remembered for the last question. `bundleID` is a
+    /// prefix of `topic`, so its length identifies it; the sets compare by identity first, and a
+    /// connection's sender hands in the same set every time.
+    mutating func allows(topic: String, bundleID: Substring, in topics: AllowedTopics) -> Bool {
+        if case .any = topics { return true }
+        if let last = allowedTopic, last == topic, allowedBundleIDLength == bundleID.utf8.count,
+           allowedTopics == topics {
+            return allowedAnswer
+        }
+        allowedAnswer = topics.allows(topic: topic, bundleID: bundleID)
+        allowedTopic = topic
+        allowedBundleIDLength = bundleID.utf8.count
+        allowedTopics = topics
+        return allowedAnswer
     }
 
     mutating func token(_ text: Substring) -> String {

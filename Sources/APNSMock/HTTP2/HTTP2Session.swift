@@ -41,7 +41,7 @@ final class HTTP2Session {
     /// The stream whose request headers are arriving: a header block is never interleaved with
     /// another stream's frames (RFC 9113 §6.10), so the header callbacks that follow a
     /// begin-headers callback find their state here without a look-up.
-    @exclusivity(unchecked) private unowned(unsafe) var headerBlockStream: StreamState?
+    @exclusivity(unchecked) private var headerBlockStream: Unmanaged<StreamState>?
 
     /// Header values for a response are assembled here; nghttp2 copies them on submit.
     private let scratch: UnsafeMutableRawBufferPointer
@@ -155,7 +155,7 @@ final class HTTP2Session {
 
     /// Queues `response` on `stream`. Does nothing if the stream has meanwhile been closed.
     func submit(_ response: APNSResponse, for stream: StreamState) {
-        guard stream.streamID != 0, self.stream(stream.streamID) === stream else { return }
+        guard stream.streamID != 0, withStream(stream.streamID, { $0 === stream }) == true else { return }
         if let rejection = response.rejection {
             stream.responseBody = ErrorBody.bytes(for: rejection)
             stream.responseOffset = 0
@@ -219,23 +219,37 @@ final class HTTP2Session {
         }
         state.reset(streamID: streamID)
         openStreams += 1
-        headerBlockStream = state
+        headerBlockStream = Unmanaged.passUnretained(state)
         nghttp2_session_set_stream_user_data(session, streamID, Unmanaged.passUnretained(state).toOpaque())
     }
 
-    fileprivate func stream(_ streamID: Int32) -> StreamState? {
-        if let current = headerBlockStream, current.streamID == streamID {
+    /// The state of an open stream, unretained: `states` owns every state, and a callback that
+    /// needs one for longer than `body` (closing a stream, which may drop its state) takes a
+    /// strong reference itself.
+    private func unmanagedStream(_ streamID: Int32) -> Unmanaged<StreamState>? {
+        if let current = headerBlockStream, current._withUnsafeGuaranteedRef({ $0.streamID == streamID }) {
             return current
         }
         guard let pointer = nghttp2_session_get_stream_user_data(session, streamID) else { return nil }
-        return Unmanaged<StreamState>.fromOpaque(pointer).takeUnretainedValue()
+        return Unmanaged<StreamState>.fromOpaque(pointer)
+    }
+
+    /// Runs `body` with an open stream's state without retaining it (the header callbacks run
+    /// this for every header of every request). `body` must not close streams.
+    @inline(__always)
+    private func withStream<R>(_ streamID: Int32, _ body: (StreamState) -> R) -> R? {
+        unmanagedStream(streamID)?._withUnsafeGuaranteedRef(body)
+    }
+
+    fileprivate func stream(_ streamID: Int32) -> StreamState? {
+        unmanagedStream(streamID)?.takeUnretainedValue()
     }
 
     fileprivate func closeStream(_ streamID: Int32) {
         guard let state = stream(streamID) else { return }
         nghttp2_session_set_stream_user_data(session, streamID, nil)
         openStreams -= 1
-        if headerBlockStream === state {
+        if headerBlockStream?.toOpaque() == Unmanaged.passUnretained(state).toOpaque() {
             headerBlockStream = nil
         }
         state.streamID = 0
@@ -255,7 +269,12 @@ final class HTTP2Session {
     fileprivate func header(
         streamID: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>
     ) -> Bool {
-        guard let state = stream(streamID) else { return true }
+        withStream(streamID) { header(state: $0, name: name, value: value) } ?? true
+    }
+
+    private func header(
+        state: StreamState, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>
+    ) -> Bool {
         state.headerListSize += name.count + value.count + 32
         if state.headerListSize > Int(settings.maxHeaderListSize) {
             // nghttp2 resets the stream; nothing of it is answered.
@@ -317,21 +336,27 @@ final class HTTP2Session {
     }
 
     fileprivate func data(streamID: Int32, bytes: UnsafeRawBufferPointer) {
-        stream(streamID)?.request.appendBody(bytes)
+        withStream(streamID) { $0.request.appendBody(bytes) }
     }
 
     fileprivate func endOfStream(_ streamID: Int32) {
-        guard let state = stream(streamID), !state.dispatched else { return }
-        state.dispatched = true
-        delegate.session(self, didReceive: state)
+        withStream(streamID) { state in
+            guard !state.dispatched else { return }
+            state.dispatched = true
+            delegate.session(self, didReceive: state)
+        }
     }
 
     fileprivate func copyResponseBody(
         streamID: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int, flags: UnsafeMutablePointer<UInt32>
     ) -> Int {
-        guard let state = stream(streamID) else {
-            return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
-        }
+        withStream(streamID) { copyResponseBody(state: $0, into: buffer, length: length, flags: flags) }
+            ?? Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
+    }
+
+    private func copyResponseBody(
+        state: StreamState, into buffer: UnsafeMutablePointer<UInt8>, length: Int, flags: UnsafeMutablePointer<UInt32>
+    ) -> Int {
         let remaining = state.responseBody.count - state.responseOffset
         let count = min(remaining, length)
         state.responseBody.withUnsafeBufferPointer { body in
