@@ -1,4 +1,5 @@
 internal import CNGHTTP2
+internal import CAPNSMockShims
 import APNSMockCore
 import Glibc
 
@@ -25,6 +26,9 @@ final class HTTP2Session {
     }
 
     private var session: OpaquePointer?
+    /// nghttp2's allocator for this session: size-class free lists, so the stream, frame and
+    /// header buffers of each request are recycled rather than malloc'd and freed.
+    private let pool: OpaquePointer
     private let settings: HTTP2Settings
     unowned let delegate: any HTTP2SessionDelegate
 
@@ -50,6 +54,11 @@ final class HTTP2Session {
         self.settings = settings
         self.delegate = delegate
         scratch = .allocate(byteCount: 128, alignment: 8)
+        guard let pool = CAPNSMockPool_create() else {
+            scratch.deallocate()
+            throw ProtocolError(code: Int(NGHTTP2_ERR_NOMEM.rawValue))
+        }
+        self.pool = pool
 
         var callbacks: OpaquePointer?
         nghttp2_session_callbacks_new(&callbacks)
@@ -63,10 +72,11 @@ final class HTTP2Session {
         nghttp2_option_set_no_closed_streams(option, 1)
 
         var created: OpaquePointer?
-        let rc = nghttp2_session_server_new2(
-            &created, callbacks, Unmanaged.passUnretained(self).toOpaque(), option)
+        let rc = nghttp2_session_server_new3(
+            &created, callbacks, Unmanaged.passUnretained(self).toOpaque(), option, CAPNSMockPool_mem(pool))
         guard rc == 0, let created else {
             scratch.deallocate()
+            CAPNSMockPool_destroy(pool)
             throw ProtocolError(code: Int(rc))
         }
         session = created
@@ -86,6 +96,7 @@ final class HTTP2Session {
 
     deinit {
         nghttp2_session_del(session)
+        CAPNSMockPool_destroy(pool)
         scratch.deallocate()
         knownValues.deinitialize(count: KnownHeader.allCases.count)
         knownValues.deallocate()

@@ -5,6 +5,8 @@
 #include <openssl/bio.h>
 #include <openssl/x509.h>
 
+#include "CAPNSMockPool.h"
+
 /// One-line wrappers for OpenSSL macros Swift cannot import, and the two tiny C callbacks the TLS
 /// context installs (ALPN selection and "request, don't require" client-certificate verification).
 
