@@ -70,6 +70,9 @@ final class HTTP2Session {
         defer { nghttp2_option_del(option) }
         // PRIORITY is ignored by APNs; keeping closed streams only serves the priority tree.
         nghttp2_option_set_no_closed_streams(option, 1)
+        // The session enforces RFC 9113's request rules itself, checking only values it has not
+        // seen on the connection (RequestFieldRules); nghttp2's layer checks every byte every time.
+        nghttp2_option_set_no_http_messaging(option, 1)
 
         var created: OpaquePointer?
         let rc = nghttp2_session_server_new3(
@@ -278,14 +281,17 @@ final class HTTP2Session {
     }
 
     fileprivate func header(
-        streamID: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>
+        streamID: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>, trailer: Bool
     ) -> Bool {
-        withStream(streamID) { header(state: $0, name: name, value: value) } ?? true
+        withStream(streamID) { header(state: $0, name: name, value: value, trailer: trailer) } ?? true
     }
 
+    /// Collects one field, enforcing RFC 9113's request rules (see ``RequestFieldRules``) on the way.
     private func header(
-        state: StreamState, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>
+        state: StreamState, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>, trailer: Bool
     ) -> Bool {
+        // A malformed stream's remaining fields are decoded by nghttp2 (HPACK state) and dropped.
+        if state.dispatched { return true }
         state.headerListSize += name.count + value.count + 32
         if state.headerListSize > Int(settings.maxHeaderListSize) {
             // nghttp2 resets the stream; nothing of it is answered.
@@ -293,18 +299,61 @@ final class HTTP2Session {
             return false
         }
         if let known = KnownHeader(name: UnsafeRawBufferPointer(name)) {
-            let text = Self.reuse(&knownValues[known.rawValue], value)
+            let seen = RequestFieldRules.Seen(known)
+            if known.isPseudoHeader {
+                // Pseudo-headers: once each, before any regular field, never in trailers.
+                guard !trailer, !state.seen.contains(.regular), !state.seen.contains(seen) else {
+                    return malformed(state)
+                }
+                state.seen.insert(seen)
+            } else {
+                state.seen.insert(.regular)
+            }
+            guard let text = Self.validated(&knownValues[known.rawValue], value, { RequestFieldRules.isValid($0, for: known) })
+            else {
+                return malformed(state)
+            }
+            if known == .method, text == "CONNECT" {
+                state.seen.insert(.connect)
+            }
             state.request.set(known, value: text)
         } else {
-            let (name, text) = otherHeader(name, value)
+            if name.first == UInt8(ascii: ":") {
+                return malformed(state)  // an unknown pseudo-header
+            }
+            state.seen.insert(.regular)
+            guard let (name, role, text) = otherHeader(name, value) else {
+                return malformed(state)
+            }
+            switch role {
+            case .contentLength:
+                guard state.declaredLength < 0, let length = RequestFieldRules.contentLength(value) else {
+                    return malformed(state)
+                }
+                state.declaredLength = length
+            case .host:
+                guard !state.seen.contains(.host) else { return malformed(state) }
+                state.seen.insert(.host)
+            case .plain, .te, .connectionSpecific, .malformed:
+                break
+            }
             state.request.addOtherHeader(name: name, value: text)
         }
         return true
     }
 
+    /// Ends a request that breaks RFC 9113's rules: RST_STREAM(PROTOCOL_ERROR), nothing answered.
+    /// Returns what the nghttp2 callback returns (0: go on decoding the header block).
+    private func malformed(_ state: StreamState) -> Bool {
+        state.dispatched = true
+        _ = nghttp2_submit_rst_stream(
+            session, UInt8(NGHTTP2_FLAG_NONE.rawValue), state.streamID, NGHTTP2_PROTOCOL_ERROR.rawValue)
+        return true
+    }
+
     /// The previous value of each known header on this connection. Providers (and load tests)
     /// send the same path, topic and token over and over, so most values are reused instead of
-    /// being decoded into a new String for every request.
+    /// being checked and decoded into a new String for every request.
     /// Fixed storage indexed by `KnownHeader.rawValue` (not an Array, whose every mutation checks
     /// uniqueness).
     private let knownValues: UnsafeMutablePointer<String?> = {
@@ -312,29 +361,43 @@ final class HTTP2Session {
         values.initialize(repeating: nil, count: KnownHeader.allCases.count)
         return values
     }()
-    /// Other headers seen on this connection (user-agent, content-length…) with their last value,
-    /// reused likewise.
-    @exclusivity(unchecked) private var otherHeaders: [(name: String, value: String?)] = []
+    /// Other header names seen on this connection (user-agent, content-length…), each with its
+    /// role and last valid value, reused likewise. Only well-formed names are kept.
+    @exclusivity(unchecked) private var otherHeaders: [(name: String, role: RequestFieldRules.Role, value: String?)] = []
     private static let otherHeadersLimit = 16
 
-    private static func reuse(_ cached: inout String?, _ bytes: UnsafeBufferPointer<UInt8>) -> String {
+    /// The value as a String if it is valid: the cached one when the bytes repeat it (it was
+    /// checked when it was cached), else a new one once `isValid` accepts the bytes.
+    private static func validated(
+        _ cached: inout String?, _ bytes: UnsafeBufferPointer<UInt8>, _ isValid: (UnsafeBufferPointer<UInt8>) -> Bool
+    ) -> String? {
         if let text = cached, Self.equal(text, bytes) {
             return text
         }
+        guard isValid(bytes) else { return nil }
         let text = String(decoding: bytes, as: UTF8.self)
         cached = text
         return text
     }
 
+    /// The name, role and value of a field that is neither a pseudo-header nor a ``KnownHeader``,
+    /// or `nil` when the name or the value breaks the rules.
     private func otherHeader(
         _ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>
-    ) -> (name: String, value: String) {
+    ) -> (name: String, role: RequestFieldRules.Role, value: String)? {
         for index in otherHeaders.indices where Self.equal(otherHeaders[index].name, name) {
-            return (otherHeaders[index].name, Self.reuse(&otherHeaders[index].value, value))
+            let role = otherHeaders[index].role
+            guard let text = Self.validated(&otherHeaders[index].value, value, { RequestFieldRules.isValid($0, for: role) })
+            else { return nil }
+            return (otherHeaders[index].name, role, text)
         }
-        let entry = (name: String(decoding: name, as: UTF8.self), value: String(decoding: value, as: UTF8.self))
+        let role = RequestFieldRules.role(ofName: name)
+        guard role != .malformed, role != .connectionSpecific, RequestFieldRules.isValid(value, for: role) else {
+            return nil
+        }
+        let entry = (name: String(decoding: name, as: UTF8.self), role: role, value: String(decoding: value, as: UTF8.self))
         if otherHeaders.count < Self.otherHeadersLimit {
-            otherHeaders.append((entry.name, entry.value))
+            otherHeaders.append((entry.name, entry.role, entry.value))
         }
         return entry
     }
@@ -347,12 +410,34 @@ final class HTTP2Session {
     }
 
     fileprivate func data(streamID: Int32, bytes: UnsafeRawBufferPointer) {
-        withStream(streamID) { $0.request.appendBody(bytes) }
+        withStream(streamID) { state in
+            if state.dispatched { return }
+            state.request.appendBody(bytes)
+            if state.declaredLength >= 0, state.request.bodyLength > state.declaredLength {
+                _ = malformed(state)  // more DATA than content-length announced
+            }
+        }
+    }
+
+    /// A complete HEADERS frame arrived: the request's header block (`trailer` false) or its
+    /// trailers. Checks what the block as a whole must hold.
+    fileprivate func endOfHeaders(_ streamID: Int32, trailer: Bool, endStream: Bool) {
+        withStream(streamID) { state in
+            if state.dispatched { return }
+            if trailer ? !endStream : !RequestFieldRules.isComplete(state.seen) {
+                // Trailers must end the stream (§8.1); a request needs its pseudo-headers (§8.3.1).
+                _ = malformed(state)
+            }
+        }
     }
 
     fileprivate func endOfStream(_ streamID: Int32) {
         withStream(streamID) { state in
             guard !state.dispatched else { return }
+            if state.declaredLength >= 0, state.request.bodyLength != state.declaredLength {
+                _ = malformed(state)  // less DATA than content-length announced
+                return
+            }
             state.dispatched = true
             delegate.session(self, didReceive: state)
         }
@@ -411,7 +496,8 @@ extension HTTP2Session {
                 $0.header(
                     streamID: frame.pointee.hd.stream_id,
                     name: UnsafeBufferPointer(start: name, count: nameLength),
-                    value: UnsafeBufferPointer(start: value, count: valueLength))
+                    value: UnsafeBufferPointer(start: value, count: valueLength),
+                    trailer: frame.pointee.headers.cat == NGHTTP2_HCAT_HEADERS)
             }
             return accepted ? 0 : Int32(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
         }
@@ -425,6 +511,15 @@ extension HTTP2Session {
             guard let frame else { return 0 }
             let type = frame.pointee.hd.type
             let endStream = frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
+            if type == UInt8(NGHTTP2_HEADERS.rawValue) {
+                let category = frame.pointee.headers.cat
+                if category == NGHTTP2_HCAT_REQUEST || category == NGHTTP2_HCAT_HEADERS {
+                    withOwner(userData) {
+                        $0.endOfHeaders(
+                            frame.pointee.hd.stream_id, trailer: category == NGHTTP2_HCAT_HEADERS, endStream: endStream)
+                    }
+                }
+            }
             if endStream, type == UInt8(NGHTTP2_HEADERS.rawValue) || type == UInt8(NGHTTP2_DATA.rawValue) {
                 // The stream may already be gone (reset for oversized headers); endOfStream checks.
                 withOwner(userData) { $0.endOfStream(frame.pointee.hd.stream_id) }

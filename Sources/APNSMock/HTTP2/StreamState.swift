@@ -14,7 +14,12 @@ final class StreamState {
     @exclusivity(unchecked) var request = PushRequest()
     /// Header-list bytes so far, counted as RFC 9113 does (name + value + 32 per field).
     @exclusivity(unchecked) var headerListSize = 0
-    /// Set once the request was handed to the responder, so END_STREAM is acted on once.
+    /// Pseudo-headers and `host` seen so far, and whether a regular field came (RFC 9113 rules).
+    @exclusivity(unchecked) var seen = RequestFieldRules.Seen()
+    /// The `content-length` the request announced, or -1.
+    @exclusivity(unchecked) var declaredLength = -1
+    /// Set once the request was handed to the responder, or reset as malformed, so that END_STREAM
+    /// is acted on once and a malformed request's remaining frames are dropped.
     @exclusivity(unchecked) var dispatched = false
     /// Error body being sent by the data provider, and how much of it has gone out.
     @exclusivity(unchecked) var responseBody: [UInt8] = []
@@ -37,6 +42,8 @@ final class StreamState {
         self.streamID = streamID
         request.reset()
         headerListSize = 0
+        seen = []
+        declaredLength = -1
         dispatched = false
         responseBody.removeAll(keepingCapacity: true)
         responseOffset = 0
