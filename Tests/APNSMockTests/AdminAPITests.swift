@@ -93,6 +93,51 @@ struct AdminAPITests {
         }
     }
 
+    /// Records of one connection share what repeats (RequestShape); each must still show its own
+    /// payload, headers, token and ids when its neighbours differ.
+    @Test func recordsOfOneConnectionKeepTheirOwnContent() async throws {
+        try await MockHarness.withRunningMock(configure: { $0.http2.streamsBeforeAuthentication = 10 }) { mock in
+            let client = try await RawClient.connect(port: mock.apnsPort, security: .tls(caPath: mock.caPath, alpn: ["h2"]))
+            let one = Array(#"{"aps":{"alert":"one"}}"#.utf8), two = Array(#"{"aps":{"alert":"two"}}"#.utf8)
+            let apnsID = "8A1B2C3D-0000-4000-8000-00000000ABCD"
+            let requests: [(stream: UInt32, token: String, extra: [(String, String)], body: [UInt8])] = [
+                (1, Self.token, [], one),
+                (3, Self.token, [], one),
+                (5, Self.token, [], two),
+                (7, Self.token, [("apns-collapse-id", "k1")], two),
+                (9, Self.otherToken, [("apns-collapse-id", "k1")], two),
+                (11, Self.otherToken, [("apns-priority", "5")], two),
+                (13, Self.otherToken, [("apns-priority", "5"), ("apns-id", apnsID)], two),
+            ]
+            try await client.send(
+                H2.preface + H2.settings()
+                    + requests.flatMap { H2.request(stream: $0.stream, token: $0.token, extra: $0.extra, body: $0.body) })
+            _ = await client.waitUntil { bytes in
+                H2.parse(bytes).filter { $0.type == H2.FrameType.headers.rawValue }.count == requests.count
+            }
+            await client.close()
+
+            let page = try await mock.admin.notifications(NotificationQuery(outcome: "all"))
+            let records = page.notifications.sorted { $0.streamId < $1.streamId }
+            try #require(records.count == requests.count)
+            for (record, sent) in zip(records, requests) {
+                #expect(record.streamId == Int32(sent.stream))
+                #expect(record.status == 200)
+                #expect(record.token == sent.token)
+                #expect(record.payload?["aps"]?["alert"] == .string(sent.body == one ? "one" : "two"))
+                #expect(record.collapseId == sent.extra.first { $0.0 == "apns-collapse-id" }?.1)
+                #expect(record.priority == (sent.extra.contains { $0.0 == "apns-priority" } ? 5 : 10))
+                #expect(record.headers["apns-priority"] == sent.extra.first { $0.0 == "apns-priority" }?.1)
+                #expect(record.headers[":path"] == "/3/device/\(sent.token)")
+                #expect(record.headers["authorization"] == nil)
+            }
+            #expect(records.last?.apnsId == apnsID)
+            #expect(records.last?.headers["apns-id"] == apnsID)
+            #expect(records.dropLast().allSatisfy { $0.headers["apns-id"] == nil && $0.apnsId != apnsID })
+            #expect(Set(records.map(\.connectionId)).count == 1)
+        }
+    }
+
     @Test func nonJSONPayloadIsKeptAsTextWithLint() async throws {
         try await MockHarness.withRunningMock { mock in
             _ = try await Curl.send(

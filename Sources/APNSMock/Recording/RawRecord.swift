@@ -1,29 +1,78 @@
 import APNSMockCore
 import Foundation
 
-/// What the request path stores for one request: the request and the verdict, with
-/// nothing derived. The JSON payload, the header dictionary, the token parsed from `:path`, the
-/// lint of a rejected request and the id strings are built only when the record is queried
-/// (``render(validator:)``).
+/// What the records of one connection share while its requests repeat themselves: every header but
+/// `:path` and `apns-id`, the body, and the verdict's interpreted values, environment and auth.
 ///
-/// The request is kept as the connection collected it: its header Strings are shared (a value a
-/// connection repeats is one String for all its records), and body and extra headers are shared
-/// with the previous record when they repeat, copied once when they change. The connection's own
-/// reusable buffers are never shared with a record, so recycling them costs no reallocation.
+/// A connection keeps its last shape and hands it to each record whose request matches it
+/// (``RequestShape/matches(_:accepted:environment:auth:)``), so a load test's millionth identical
+/// push costs its record a pointer, not a copy of its headers and payload. Immutable once built.
+final class RequestShape: Sendable {
+    /// The request without `authorization` (never recorded), `:path` and `apns-id` (kept per
+    /// record). Its body and extra headers are its own copies, never the stream's reusable buffers.
+    let request: PushRequest
+    let interpreted: RawRecord.Interpreted?
+    let environment: APNSEnvironment
+    let auth: AuthSummary
+    let connectionID: UInt64
+
+    init(
+        _ request: PushRequest, accepted: AcceptedPush?, environment: APNSEnvironment, auth: AuthSummary,
+        connectionID: UInt64
+    ) {
+        var kept = request
+        kept.authorization = nil
+        kept.path = nil
+        kept.apnsID = nil
+        // Fresh storage: sharing the stream's buffers would make its next request copy them.
+        kept.body = request.body.withUnsafeBufferPointer { [UInt8]($0) }
+        kept.otherHeaders = request.otherHeaders.map { $0 }
+        self.request = kept
+        self.interpreted = accepted.map {
+            RawRecord.Interpreted(
+                priority: $0.priority, expiration: $0.expiration, pushType: $0.pushType, topic: $0.topic, lint: $0.lint)
+        }
+        self.environment = environment
+        self.auth = auth
+        self.connectionID = connectionID
+    }
+
+    /// Whether a record of `request` can share this shape. Strings a connection repeats are the
+    /// same objects (the HTTP/2 session reuses them), so most comparisons settle on identity. The
+    /// interpreted values are a function of the headers and body, given the connection.
+    func matches(_ request: PushRequest, accepted: Bool, environment: APNSEnvironment, auth: AuthSummary) -> Bool {
+        let kept = self.request
+        return accepted == (interpreted != nil) && environment == self.environment
+            && request.topic == kept.topic && request.pushType == kept.pushType
+            && request.bodyLength == kept.bodyLength && request.body.hasSameBytes(as: kept.body)
+            && request.method == kept.method && request.scheme == kept.scheme && request.authority == kept.authority
+            && request.priority == kept.priority && request.expiration == kept.expiration
+            && request.collapseID == kept.collapseID && request.duplicatedHeader == kept.duplicatedHeader
+            && Self.sameHeaders(request.otherHeaders, kept.otherHeaders) && auth == self.auth
+    }
+
+    private static func sameHeaders(_ a: [(name: String, value: String)], _ b: [(name: String, value: String)]) -> Bool {
+        guard a.count == b.count else { return false }
+        for index in a.indices where a[index].name != b[index].name || a[index].value != b[index].value {
+            return false
+        }
+        return true
+    }
+}
+
+/// What the request path stores for one request: what is its own (path, ids, verdict) and the
+/// ``RequestShape`` it shares with the connection's similar requests, with nothing derived. The
+/// JSON payload, the header dictionary, the token parsed from `:path`, the lint of a rejected
+/// request and the id strings are built only when the record is queried (``render(validator:)``).
+/// A record is small (no copy of headers or payload), so the ring of 100,000 stays a few MB.
 struct RawRecord: Sendable {
     var seq: UInt64 = 0
     /// Milliseconds since the epoch.
     var receivedAt: Int64
-    /// The body, then each header as `name NUL value NUL` (HTTP/2 field values cannot hold NUL).
-    /// `authorization` is never stored.
-    /// The request as received, without its `authorization` (never recorded). Its Strings are the
-    /// connection's own (a repeated value is one shared String), and the body and extra headers are
-    /// shared with the previous record of the connection when they repeat (see
-    /// ``Responder/recordable(_:state:)``), so a record usually costs no copy of them.
-    let request: PushRequest
-    var interpreted: Interpreted?
-    var environment: APNSEnvironment
-    var auth: AuthSummary
+    let shape: RequestShape
+    let path: String?
+    /// The `apns-id` header as sent (the response's id is ``apnsID``).
+    let apnsIDHeader: String?
     var apnsID: APNSResponse.RequestID
     var uniqueID: UUIDValue?
     /// `nil` when a fault action replaced the response.
@@ -31,7 +80,6 @@ struct RawRecord: Sendable {
     var rejection: Rejection?
     var injected: Bool
     var action: FaultRule.Action?
-    var connectionID: UInt64
     var streamID: Int32
 
     /// The accepted push's interpreted values that the headers alone do not give.
@@ -44,26 +92,35 @@ struct RawRecord: Sendable {
     }
 
     init(
-        receivedAt: Int64, request: PushRequest, accepted: AcceptedPush?, environment: APNSEnvironment,
-        auth: AuthSummary, apnsID: APNSResponse.RequestID, uniqueID: UUIDValue?, status: Int?,
-        rejection: Rejection?, injected: Bool, action: FaultRule.Action?, connectionID: UInt64, streamID: Int32
+        receivedAt: Int64, shape: RequestShape, path: String?, apnsIDHeader: String?, apnsID: APNSResponse.RequestID,
+        uniqueID: UUIDValue?, status: Int?, rejection: Rejection?, injected: Bool, action: FaultRule.Action?,
+        streamID: Int32
     ) {
         self.receivedAt = receivedAt
-        self.request = request
-        self.interpreted = accepted.map {
-            Interpreted(priority: $0.priority, expiration: $0.expiration, pushType: $0.pushType, topic: $0.topic, lint: $0.lint)
-        }
-        self.environment = environment
-        self.auth = auth
+        self.shape = shape
+        self.path = path
+        self.apnsIDHeader = apnsIDHeader
         self.apnsID = apnsID
         self.uniqueID = uniqueID
         self.status = status
         self.rejection = rejection
         self.injected = injected
         self.action = action
-        self.connectionID = connectionID
         self.streamID = streamID
     }
+
+    /// The request as received, without `authorization`.
+    var request: PushRequest {
+        var request = shape.request
+        request.path = path
+        request.apnsID = apnsIDHeader
+        return request
+    }
+
+    var interpreted: Interpreted? { shape.interpreted }
+    var environment: APNSEnvironment { shape.environment }
+    var auth: AuthSummary { shape.auth }
+    var connectionID: UInt64 { shape.connectionID }
 
     /// Accepted: answered 200 by the mock's own rules or an injected 200 (a fault with only a
     /// delay). Everything else counts as rejected.
@@ -79,13 +136,13 @@ struct RawRecord: Sendable {
     }
 
     /// The canonical token from `:path`.
-    static func token(_ request: PushRequest) -> String? {
-        guard let path = request.path, case .token(let token) = HeaderSyntax.devicePath(path) else { return nil }
+    var token: String? {
+        guard let path, case .token(let token) = HeaderSyntax.devicePath(path) else { return nil }
         return DeviceToken.canonical(String(token))
     }
 
-    func topic(_ request: PushRequest) -> String? { interpreted?.topic ?? request.topic }
-    func pushType(_ request: PushRequest) -> String? { interpreted.map { $0.pushType.rawValue } ?? request.pushType }
+    var topic: String? { interpreted?.topic ?? shape.request.topic }
+    var pushType: String? { interpreted.map { $0.pushType.rawValue } ?? shape.request.pushType }
 
     /// Builds the public record: the expensive parts happen here, at query time.
     func render(validator: Validator) -> NotificationRecord {
@@ -114,9 +171,9 @@ struct RawRecord: Sendable {
             apnsId: apnsIDText,
             uniqueId: uniqueID?.text(uppercase: false),
             receivedAt: Timestamp.rfc3339(milliseconds: receivedAt),
-            token: Self.token(request),
-            topic: topic(request),
-            pushType: pushType(request),
+            token: token,
+            topic: topic,
+            pushType: pushType,
             priority: interpreted?.priority ?? request.priority.flatMap { Int($0) },
             expiration: interpreted?.expiration ?? request.expiration.flatMap { Int64($0) },
             collapseId: request.collapseID,
@@ -185,11 +242,10 @@ public struct RecordFilter: Sendable, Equatable {
         // apns-id compared case-insensitively: generated ids are uppercase, clients often send lowercase.
         if let apnsId, record.apnsIDText.lowercased() != apnsId.lowercased() { return false }
         guard topic != nil || pushType != nil || collapseId != nil || token != nil else { return true }
-        let request = record.request
-        if let topic, record.topic(request) != topic { return false }
-        if let pushType, record.pushType(request) != pushType { return false }
-        if let collapseId, request.collapseID != collapseId { return false }
-        if let token, RawRecord.token(request) != token { return false }
+        if let topic, record.topic != topic { return false }
+        if let pushType, record.pushType != pushType { return false }
+        if let collapseId, record.shape.request.collapseID != collapseId { return false }
+        if let token, record.token != token { return false }
         return true
     }
 }

@@ -38,39 +38,15 @@ extension Responder {
         statistics.count(status: status, rejection: rejection, action: answer.action)
         if records.isEnabled {
             records.append(RawRecord(
-                receivedAt: Self.nowMilliseconds(), request: recordable(request, state: &state), accepted: accepted,
-                environment: environment, auth: auth, apnsID: response.apnsID,
+                receivedAt: Self.nowMilliseconds(),
+                shape: state.recordShape(
+                    for: request, accepted: accepted, environment: environment, auth: auth,
+                    connectionID: connection.connectionID),
+                path: request.path, apnsIDHeader: request.apnsID, apnsID: response.apnsID,
                 uniqueID: answer.response?.uniqueID, status: status, rejection: rejection, injected: injected,
-                action: answer.action, connectionID: connection.connectionID, streamID: streamID))
+                action: answer.action, streamID: streamID))
         }
         return answer
-    }
-
-    /// The request as a record keeps it: without `authorization`, and with body and extra headers
-    /// that share storage with the previous record of the connection when they repeat, so that a
-    /// load test's identical payloads cost one comparison, not one copy, per record. The stream's
-    /// own buffers are never shared with a record, so recycling them costs no copy either.
-    func recordable(_ request: PushRequest, state: inout ConnectionState) -> PushRequest {
-        var recorded = request
-        recorded.authorization = nil
-        if !request.body.hasSameBytes(as: state.recordedBody) {
-            state.recordedBody = Array(request.body)
-        }
-        recorded.body = state.recordedBody
-        if !Self.sameHeaders(request.otherHeaders, state.recordedOtherHeaders) {
-            state.recordedOtherHeaders = Array(request.otherHeaders)
-        }
-        recorded.otherHeaders = state.recordedOtherHeaders
-        return recorded
-    }
-
-    /// Strings a connection repeats are the same objects, so `==` usually settles on identity.
-    private static func sameHeaders(_ a: [(name: String, value: String)], _ b: [(name: String, value: String)]) -> Bool {
-        guard a.count == b.count else { return false }
-        for index in a.indices where a[index].name != b[index].name || a[index].value != b[index].value {
-            return false
-        }
-        return true
     }
 
     private static func answer(for rule: FaultRule, replacing response: APNSResponse) -> Answer {

@@ -143,15 +143,26 @@ struct ConnectionState {
     var random = FastRandom()
     var devices: DeviceStore.Snapshot
     var memo = ValidationMemo()
-    /// The body and extra headers of the connection's last record, shared by the records that
-    /// repeat them (``Responder/recordable(_:state:)``).
-    var recordedBody: [UInt8] = []
-    var recordedOtherHeaders: [(name: String, value: String)] = []
+    /// The shape of the connection's last record, shared by the records that repeat it.
+    var recordShape: RequestShape?
     var lastAuthority: String?
     var lastAuthorityEnvironment: APNSEnvironment?
     var auth = AuthState()
 
     init(devices: DeviceStore) {
         self.devices = DeviceStore.Snapshot(devices)
+    }
+
+    /// The last record's shape if `request` fits it, else a new one (kept for the next record).
+    mutating func recordShape(
+        for request: PushRequest, accepted: AcceptedPush?, environment: APNSEnvironment, auth: AuthSummary,
+        connectionID: UInt64
+    ) -> RequestShape {
+        if let shape = recordShape, shape.matches(request, accepted: accepted != nil, environment: environment, auth: auth) {
+            return shape
+        }
+        let shape = RequestShape(request, accepted: accepted, environment: environment, auth: auth, connectionID: connectionID)
+        recordShape = shape
+        return shape
     }
 }
