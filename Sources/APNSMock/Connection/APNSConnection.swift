@@ -89,6 +89,7 @@ final class APNSConnection {
     /// ``produceOutput(into:budget:)``.
     func receive(_ bytes: UnsafeRawBufferPointer) {
         if isFinished { return }
+        requestState.readMilliseconds = nil
         tls.receive(bytes)
         if case .handshaking = state {
             switch tls.handshake() {

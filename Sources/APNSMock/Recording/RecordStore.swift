@@ -28,23 +28,65 @@ final class RecordStore: Sendable {
     private let waiters = WaiterList()
 
     /// Records are held by value in their slots: appending moves the record in and the evicted
-    /// one out (a swap under the stripe's lock), so a record costs no allocation of its own, and
-    /// the evicted record is destroyed after the lock is released.
+    /// one out under the stripe's lock, so a record costs no allocation of its own, and the evicted
+    /// record is destroyed after the lock is released.
     private final class Stripe: Sendable {
-        let slots = Mutex(Slots())
+        let slots: Mutex<Slots>
+        let size: Int
+
+        init(size: Int) {
+            self.size = size
+            slots = Mutex(Slots(size: size))
+        }
     }
 
-    /// A stripe's records, and beside them the `seq` of each: checking a slot's `seq` reads one
-    /// word instead of copying the record out of its optional.
-    private struct Slots: Sendable {
-        var records: [RawRecord?] = []
-        var seqs: [UInt64] = []
+    /// A stripe's records in fixed storage, and beside them the `seq` of each (0: empty), so that
+    /// checking a slot reads one word. Allocated whole up front (its pages become resident only as
+    /// records arrive); only ever touched under its stripe's lock.
+    private struct Slots: ~Copyable {
+        private let records: UnsafeMutablePointer<RawRecord>
+        private let seqs: UnsafeMutablePointer<UInt64>
+        private let size: Int
+
+        init(size: Int) {
+            self.size = size
+            records = .allocate(capacity: max(1, size))
+            seqs = .allocate(capacity: max(1, size))
+            seqs.initialize(repeating: 0, count: max(1, size))
+        }
+
+        deinit {
+            for position in 0..<size where seqs[position] != 0 {
+                (records + position).deinitialize(count: 1)
+            }
+            records.deallocate()
+            seqs.deallocate()
+        }
+
+        /// Puts `incoming` (with `seq`) at `position` and returns the record it displaces; or, when a
+        /// writer `capacity` records later got there first, leaves the slot alone and returns
+        /// `incoming` itself, already evicted.
+        mutating func store(_ incoming: inout RawRecord?, seq: UInt64, at position: Int) -> RawRecord? {
+            let current = seqs[position]
+            if current > seq {
+                return incoming.take()
+            }
+            let displaced = current == 0 ? nil : (records + position).move()
+            (records + position).initialize(to: incoming.take()!)
+            seqs[position] = seq
+            return displaced
+        }
+
+        func record(_ seq: UInt64, at position: Int) -> RawRecord? {
+            seqs[position] == seq ? records[position] : nil
+        }
     }
 
     init(capacity: Int, stripes: Int = 16) {
         self.capacity = max(0, capacity)
         self.stripeCount = max(1, min(stripes, max(1, capacity)))
-        self.stripes = (0..<self.stripeCount).map { _ in Stripe() }
+        let stripeSize = (self.capacity + self.stripeCount - 1) / self.stripeCount
+        self.stripes = (0..<self.stripeCount).map { _ in Stripe(size: stripeSize) }
     }
 
     var isEnabled: Bool { capacity > 0 }
@@ -66,24 +108,13 @@ final class RecordStore: Sendable {
         record.seq = seq
         var incoming: RawRecord? = consume record
         let slot = Int((seq - 1) % UInt64(capacity))
-        let position = slot / stripeCount
-        stripes[slot % stripeCount].slots.withLock { slots in
-            while slots.seqs.count <= position {
-                slots.records.append(nil)
-                slots.seqs.append(0)
-            }
-            if slots.seqs[position] > seq {
-                // A writer `capacity` records later got here first: this record is already evicted.
-                return
-            }
-            swap(&incoming, &slots.records[position])
-            slots.seqs[position] = seq
+        let displaced = stripes[slot % stripeCount].slots.withLock { slots in
+            slots.store(&incoming, seq: seq, at: slot / stripeCount)
         }
-        // `incoming` now holds the displaced record (or this one, if it came too late).
-        if let displacedSeq = incoming?.seq, displacedSeq > clearedThrough {
+        // The displaced record (or this one, if it came too late) is destroyed here, unlocked.
+        if let displacedSeq = displaced?.seq, displacedSeq > clearedThrough {
             evictionCount.add(1, ordering: .relaxed)
         }
-        incoming = nil
         published.add(1, ordering: .releasing)
         if waiters.isEmpty == false {
             waiters.wakeAll()
@@ -94,8 +125,7 @@ final class RecordStore: Sendable {
         let slot = Int((seq - 1) % UInt64(capacity))
         let position = slot / stripeCount
         return stripes[slot % stripeCount].slots.withLock { slots in
-            guard position < slots.seqs.count, slots.seqs[position] == seq else { return nil }
-            return slots.records[position]
+            slots.record(seq, at: position)
         }
     }
 
@@ -128,12 +158,13 @@ final class RecordStore: Sendable {
     func removeAll() {
         cleared.store(lastSeq, ordering: .releasing)
         for stripe in stripes {
-            let old = stripe.slots.withLock { slots in
-                var taken = Slots()
-                swap(&taken, &slots)
-                return taken
+            // The old records are released after the lock is.
+            let old = stripe.slots.withLock { slots -> Slots in
+                var old = Slots(size: stripe.size)
+                swap(&old, &slots)
+                return old
             }
-            _ = old  // released here, outside the lock
+            _ = consume old
         }
         published.add(1, ordering: .releasing)
         waiters.wakeAll()

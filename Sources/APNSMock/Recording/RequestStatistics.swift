@@ -6,10 +6,11 @@ import Synchronization
 
 /// Request counts for `/v1/stats` and `/metrics`, updated from every event loop.
 ///
-/// One relaxed atomic add per request for the stats (a counter per outcome: accepted, each
-/// reason, each fault action), plus one for the Prometheus counter of the same outcome, created up
-/// front through swift-metrics with this server's own `PrometheusMetricsFactory` (not the global
-/// `MetricsSystem`, so that several mocks in one test process do not share numbers). The latency
+/// One relaxed atomic add per request (a counter per outcome: accepted, each reason, each fault
+/// action). The Prometheus counters of the same outcomes are brought up to date from those when
+/// `/metrics` is read; they are created up front through swift-metrics with this server's own
+/// `PrometheusMetricsFactory` (not the global `MetricsSystem`, so that several mocks in one test
+/// process do not share numbers). The latency
 /// histogram takes a lock inside swift-prometheus, so it observes one request in
 /// ``latencySampleInterval`` per connection rather than every request.
 final class RequestStatistics: Sendable {
@@ -20,6 +21,8 @@ final class RequestStatistics: Sendable {
     private let openConnectionsGauge: CoreMetrics.Gauge
     private let evictionsCounter: CoreMetrics.Counter
     private let exportedEvictions = Mutex<UInt64>(0)
+    /// How much of each of `counts` the Prometheus counters have been given.
+    private let exportedCounts: Mutex<[Int]>
     let latency: CoreMetrics.Timer
     let started = ContinuousClock.now
     private let rate = Mutex<(at: ContinuousClock.Instant, total: Int, perSecond: Double)>(
@@ -48,6 +51,7 @@ final class RequestStatistics: Sendable {
         }
         self.counters = counters
         self.counts = counters.map { _ in ManagedAtomic(0) }
+        self.exportedCounts = Mutex(counters.map { _ in 0 })
         openConnectionsGauge = CoreMetrics.Gauge(label: "apns_open_connections", factory: factory)
         evictionsCounter = CoreMetrics.Counter(label: "apns_recording_evictions_total", factory: factory)
         latency = CoreMetrics.Timer(label: "apns_request_duration_seconds", factory: factory)
@@ -59,10 +63,10 @@ final class RequestStatistics: Sendable {
         return 0
     }
 
+    /// One relaxed atomic add; the Prometheus counters catch up when `/metrics` is read.
     func count(status: Int?, rejection: Rejection?, action: FaultRule.Action?) {
         let index = Self.index(status: status, rejection: rejection, action: action)
         counts[index].wrappingIncrement(ordering: .relaxed)
-        counters[index].increment()
     }
 
     /// `/v1/stats` body.
@@ -129,8 +133,18 @@ final class RequestStatistics: Sendable {
                 lastSeq: records.lastSeq))
     }
 
-    /// Prometheus text: the gauges that are read rather than counted are brought up to date first.
+    /// Prometheus text: the request counters and the gauges, which the request path does not
+    /// touch, are brought up to date first.
     func prometheusText(openConnections: Int, evictions: UInt64) -> String {
+        exportedCounts.withLock { exported in
+            for index in counts.indices {
+                let value = counts[index].load(ordering: .relaxed)
+                if value > exported[index] {
+                    counters[index].increment(by: Int64(value - exported[index]))
+                    exported[index] = value
+                }
+            }
+        }
         openConnectionsGauge.record(openConnections)
         exportedEvictions.withLock { exported in
             if evictions > exported {

@@ -38,7 +38,7 @@ extension Responder {
         statistics.count(status: status, rejection: rejection, action: answer.action)
         if records.isEnabled {
             records.append(RawRecord(
-                receivedAt: Self.nowMilliseconds(),
+                receivedAt: state.readTime(),
                 shape: state.recordShape(
                     for: request, accepted: accepted, environment: environment, auth: auth,
                     connectionID: connection.connectionID),

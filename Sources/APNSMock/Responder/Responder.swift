@@ -145,12 +145,24 @@ struct ConnectionState {
     var memo = ValidationMemo()
     /// The shape of the connection's last record, shared by the records that repeat it.
     var recordShape: RequestShape?
+    /// When the connection's current batch of input was read (see ``readTime()``).
+    var readMilliseconds: Int64?
     var lastAuthority: String?
     var lastAuthorityEnvironment: APNSEnvironment?
     var auth = AuthState()
 
     init(devices: DeviceStore) {
         self.devices = DeviceStore.Snapshot(devices)
+    }
+
+    /// Wall-clock milliseconds when the bytes being processed were read: taken once per read
+    /// (one clock call for the tens of requests a read usually carries), so a record's
+    /// `receivedAt` is exact to the time it takes to process one read.
+    mutating func readTime() -> Int64 {
+        if let readMilliseconds { return readMilliseconds }
+        let now = Responder.nowMilliseconds()
+        readMilliseconds = now
+        return now
     }
 
     /// The last record's shape if `request` fits it, else a new one (kept for the next record).
