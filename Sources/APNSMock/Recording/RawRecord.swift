@@ -92,10 +92,11 @@ struct RawRecord: Sendable {
     }
 
     init(
-        receivedAt: Int64, shape: RequestShape, path: String?, apnsIDHeader: String?, apnsID: APNSResponse.RequestID,
+        seq: UInt64 = 0, receivedAt: Int64, shape: RequestShape, path: String?, apnsIDHeader: String?, apnsID: APNSResponse.RequestID,
         uniqueID: UUIDValue?, status: Int?, rejection: Rejection?, injected: Bool, action: FaultRule.Action?,
         streamID: Int32
     ) {
+        self.seq = seq
         self.receivedAt = receivedAt
         self.shape = shape
         self.path = path

@@ -66,13 +66,13 @@ final class RecordStore: Sendable {
         /// Puts `incoming` (with `seq`) at `position` and returns the record it displaces; or, when a
         /// writer `capacity` records later got there first, leaves the slot alone and returns
         /// `incoming` itself, already evicted.
-        mutating func store(_ incoming: inout RawRecord?, seq: UInt64, at position: Int) -> RawRecord? {
+        mutating func store(seq: UInt64, at position: Int, _ make: @Sendable (UInt64) -> RawRecord) -> RawRecord? {
             let current = seqs[position]
             if current > seq {
-                return incoming.take()
+                return make(seq)
             }
             let displaced = current == 0 ? nil : (records + position).move()
-            (records + position).initialize(to: incoming.take()!)
+            (records + position).initialize(to: make(seq))
             seqs[position] = seq
             return displaced
         }
@@ -102,14 +102,24 @@ final class RecordStore: Sendable {
     }
 
     /// Stores `record` (its `seq` is assigned here) and wakes waiters.
-    func append(_ record: consuming RawRecord) {
+    func append(_ record: RawRecord) {
+        append { seq in
+            var record = record
+            record.seq = seq
+            return record
+        }
+    }
+
+    /// Stores the record `make` builds for the `seq` it is given, and wakes waiters. The request
+    /// path uses this form: the record is built in its slot, never copied. `make` runs under a
+    /// stripe lock and must only build the value.
+    @inline(__always)
+    func append(_ make: @Sendable (UInt64) -> RawRecord) {
         guard capacity > 0 else { return }
         let seq = head.add(1, ordering: .relaxed).newValue
-        record.seq = seq
-        var incoming: RawRecord? = consume record
         let slot = Int((seq - 1) % UInt64(capacity))
         let displaced = stripes[slot % stripeCount].slots.withLock { slots in
-            slots.store(&incoming, seq: seq, at: slot / stripeCount)
+            slots.store(seq: seq, at: slot / stripeCount, make)
         }
         // The displaced record (or this one, if it came too late) is destroyed here, unlocked.
         if let displacedSeq = displaced?.seq, displacedSeq > clearedThrough {

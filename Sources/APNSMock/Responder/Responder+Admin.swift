@@ -37,14 +37,17 @@ extension Responder {
         let rejection = answer.response?.rejection
         statistics.count(status: status, rejection: rejection, action: answer.action)
         if records.isEnabled {
-            records.append(RawRecord(
-                receivedAt: state.readTime(),
-                shape: state.recordShape(
-                    for: request, accepted: accepted, environment: environment, auth: auth,
-                    connectionID: connection.connectionID),
-                path: request.path, apnsIDHeader: request.apnsID, apnsID: response.apnsID,
-                uniqueID: answer.response?.uniqueID, status: status, rejection: rejection, injected: injected,
-                action: answer.action, streamID: streamID))
+            let receivedAt = state.readTime()
+            let shape = state.recordShape(
+                for: request, accepted: accepted, environment: environment, auth: auth,
+                connectionID: connection.connectionID)
+            let uniqueID = answer.response?.uniqueID, action = answer.action, injected = injected
+            records.append { seq in
+                RawRecord(
+                    seq: seq, receivedAt: receivedAt, shape: shape, path: request.path, apnsIDHeader: request.apnsID,
+                    apnsID: response.apnsID, uniqueID: uniqueID, status: status, rejection: rejection,
+                    injected: injected, action: action, streamID: streamID)
+            }
         }
         return answer
     }
