@@ -23,6 +23,9 @@ public struct PushRequest: Sendable {
     /// The request body, kept up to ``bodyLimit`` bytes; ``bodyLength`` counts every byte received.
     public var body: [UInt8] = []
     public var bodyLength: Int = 0
+    /// Set by the engine when it can vouch for this request's header values (see ``RepeatKey``);
+    /// `nil` otherwise, and then only comparing the values tells.
+    public var repeatKey: RepeatKey?
 
     /// Bytes of body kept; anything longer is over every payload limit and is only counted. One byte
     /// past the largest limit, so that the lint of a just-too-large payload still sees all of it.
@@ -95,6 +98,7 @@ public struct PushRequest: Sendable {
         otherHeaders.removeAll(keepingCapacity: true)
         body.removeAll(keepingCapacity: true)
         bodyLength = 0
+        repeatKey = nil
     }
 
     /// Appends received DATA, keeping at most ``bodyLimit`` bytes.
@@ -104,6 +108,24 @@ public struct PushRequest: Sendable {
         if room > 0 {
             body.append(contentsOf: bytes.prefix(room))
         }
+    }
+}
+
+/// Two requests of one connection with equal keys carry the same header values, each the same
+/// String object, with the possible exception of `:path` and `apns-id` (which change per
+/// request in many workloads and are compared on their own).
+///
+/// The engine keeps a generation per connection that moves whenever a header value it hands out
+/// is not the one it handed out last for that field; a key is that generation at the end of the
+/// request's header block and the set of fields the request carried. Per-connection memos (the
+/// validator's, the recorder's) compare keys instead of every header.
+public struct RepeatKey: Equatable, Sendable {
+    public var generation: UInt64
+    public var fields: UInt32
+
+    public init(generation: UInt64, fields: UInt32) {
+        self.generation = generation
+        self.fields = fields
     }
 }
 

@@ -441,11 +441,18 @@ public struct ValidationMemo: Sendable {
             topic = request.topic
             duplicatedHeader = request.duplicatedHeader
             self.certificateTopic = certificateTopic
+            repeatKey = request.repeatKey
         }
 
-        /// Compared field by field against the request in place, so that checking costs no copy.
+        var repeatKey: RepeatKey?
+
+        /// Compared field by field against the request in place, so that checking costs no copy;
+        /// equal repeat keys vouch for every field but `:path` and `apns-id`.
         func matches(_ request: PushRequest, certificateTopic: String?) -> Bool {
-            path == request.path && topic == request.topic && pushType == request.pushType
+            if let key = request.repeatKey, key == repeatKey {
+                return path == request.path && apnsID == request.apnsID && self.certificateTopic == certificateTopic
+            }
+            return path == request.path && topic == request.topic && pushType == request.pushType
                 && method == request.method && apnsID == request.apnsID && priority == request.priority
                 && expiration == request.expiration && collapseID == request.collapseID
                 && duplicatedHeader == request.duplicatedHeader && self.certificateTopic == certificateTopic

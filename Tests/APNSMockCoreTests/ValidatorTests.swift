@@ -468,3 +468,21 @@ func memoisedValidation(row: ValidationRow) {
     _ = validator.validate(baseline.request, context: baseline.context, memo: &memo)
     #expect(validator.validate(scenario.request, context: scenario.context, memo: &memo) == fresh)
 }
+
+/// A repeat key vouches for the headers the engine cached, never for `:path` or `apns-id`: a
+/// request carrying the previous request's key with another token or message id is still judged
+/// on them.
+@Test func repeatKeyDoesNotCoverPathOrMessageID() {
+    var baseline = Scenario.baseline()
+    baseline.request.repeatKey = RepeatKey(generation: 7, fields: 0b1011)
+    var badToken = baseline
+    badToken.request.path = "/3/device/zz"
+    var badID = baseline
+    badID.request.apnsID = "not-a-uuid"
+    let validator = Validator(settings: baseline.settings)
+    var memo = ValidationMemo()
+    #expect(validator.validate(baseline.request, context: baseline.context, memo: &memo).acceptedPush != nil)
+    #expect(validator.validate(badToken.request, context: badToken.context, memo: &memo) == .rejected(Rejection(.badDeviceToken)))
+    #expect(validator.validate(badID.request, context: badID.context, memo: &memo) == .rejected(Rejection(.badMessageId)))
+    #expect(validator.validate(baseline.request, context: baseline.context, memo: &memo).acceptedPush != nil)
+}

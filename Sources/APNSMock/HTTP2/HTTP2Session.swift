@@ -309,9 +309,14 @@ final class HTTP2Session {
             } else {
                 state.seen.insert(.regular)
             }
-            guard let text = Self.validated(&knownValues[known.rawValue], value, { RequestFieldRules.isValid($0, for: known) })
+            var fresh = false
+            guard let text = Self.validated(
+                &knownValues[known.rawValue], value, fresh: &fresh, { RequestFieldRules.isValid($0, for: known) })
             else {
                 return malformed(state)
+            }
+            if known != .path, known != .apnsID {
+                noteRepeat(state, field: known.rawValue, fresh: fresh, trailer: trailer)
             }
             if known == .method, text == "CONNECT" {
                 state.seen.insert(.connect)
@@ -322,8 +327,14 @@ final class HTTP2Session {
                 return malformed(state)  // an unknown pseudo-header
             }
             state.seen.insert(.regular)
-            guard let (name, role, text) = otherHeader(name, value) else {
+            var fresh = false
+            guard let (name, role, text, index) = otherHeader(name, value, fresh: &fresh) else {
                 return malformed(state)
+            }
+            if let index {
+                noteRepeat(state, field: KnownHeader.allCases.count + index, fresh: fresh, trailer: trailer)
+            } else {
+                state.repeatable = false
             }
             switch role {
             case .contentLength:
@@ -341,6 +352,22 @@ final class HTTP2Session {
         }
         return true
     }
+
+    /// Keeps the request's ``RepeatKey`` honest: a value that is not the one last handed out for its
+    /// field moves the generation; a field twice, or in trailers, rules the key out.
+    private func noteRepeat(_ state: StreamState, field: Int, fresh: Bool, trailer: Bool) {
+        if fresh {
+            repeatGeneration &+= 1
+        }
+        let bit: UInt32 = 1 << UInt32(field)
+        if trailer || state.repeatFields & bit != 0 {
+            state.repeatable = false
+        }
+        state.repeatFields |= bit
+    }
+
+    /// See ``RepeatKey``.
+    @exclusivity(unchecked) private var repeatGeneration: UInt64 = 0
 
     /// Ends a request that breaks RFC 9113's rules: RST_STREAM(PROTOCOL_ERROR), nothing answered.
     /// Returns what the nghttp2 callback returns (0: go on decoding the header block).
@@ -369,7 +396,8 @@ final class HTTP2Session {
     /// The value as a String if it is valid: the cached one when the bytes repeat it (it was
     /// checked when it was cached), else a new one once `isValid` accepts the bytes.
     private static func validated(
-        _ cached: inout String?, _ bytes: UnsafeBufferPointer<UInt8>, _ isValid: (UnsafeBufferPointer<UInt8>) -> Bool
+        _ cached: inout String?, _ bytes: UnsafeBufferPointer<UInt8>, fresh: inout Bool,
+        _ isValid: (UnsafeBufferPointer<UInt8>) -> Bool
     ) -> String? {
         if let text = cached, Self.equal(text, bytes) {
             return text
@@ -377,29 +405,34 @@ final class HTTP2Session {
         guard isValid(bytes) else { return nil }
         let text = String(decoding: bytes, as: UTF8.self)
         cached = text
+        fresh = true
         return text
     }
 
     /// The name, role and value of a field that is neither a pseudo-header nor a ``KnownHeader``,
-    /// or `nil` when the name or the value breaks the rules.
+    /// and its index in the connection's cache (`nil` past the cache's size); `nil` when the name
+    /// or the value breaks the rules. `fresh` is set unless both name and value were the cached ones.
     private func otherHeader(
-        _ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>
-    ) -> (name: String, role: RequestFieldRules.Role, value: String)? {
+        _ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>, fresh: inout Bool
+    ) -> (name: String, role: RequestFieldRules.Role, value: String, index: Int?)? {
         for index in otherHeaders.indices where Self.equal(otherHeaders[index].name, name) {
             let role = otherHeaders[index].role
-            guard let text = Self.validated(&otherHeaders[index].value, value, { RequestFieldRules.isValid($0, for: role) })
+            guard let text = Self.validated(
+                &otherHeaders[index].value, value, fresh: &fresh, { RequestFieldRules.isValid($0, for: role) })
             else { return nil }
-            return (otherHeaders[index].name, role, text)
+            return (otherHeaders[index].name, role, text, index)
         }
         let role = RequestFieldRules.role(ofName: name)
         guard role != .malformed, role != .connectionSpecific, RequestFieldRules.isValid(value, for: role) else {
             return nil
         }
-        let entry = (name: String(decoding: name, as: UTF8.self), role: role, value: String(decoding: value, as: UTF8.self))
-        if otherHeaders.count < Self.otherHeadersLimit {
-            otherHeaders.append((entry.name, entry.role, entry.value))
+        fresh = true
+        let name = String(decoding: name, as: UTF8.self), text = String(decoding: value, as: UTF8.self)
+        guard otherHeaders.count < Self.otherHeadersLimit else {
+            return (name, role, text, nil)
         }
-        return entry
+        otherHeaders.append((name, role, text))
+        return (name, role, text, otherHeaders.count - 1)
     }
 
     private static func equal(_ text: String, _ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
@@ -427,7 +460,10 @@ final class HTTP2Session {
             if trailer ? !endStream : !RequestFieldRules.isComplete(state.seen) {
                 // Trailers must end the stream (§8.1); a request needs its pseudo-headers (§8.3.1).
                 _ = malformed(state)
+                return
             }
+            state.request.repeatKey = state.repeatable && !trailer
+                ? RepeatKey(generation: repeatGeneration, fields: state.repeatFields) : nil
         }
     }
 

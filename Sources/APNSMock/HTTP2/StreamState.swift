@@ -16,6 +16,10 @@ final class StreamState {
     @exclusivity(unchecked) var headerListSize = 0
     /// Pseudo-headers and `host` seen so far, and whether a regular field came (RFC 9113 rules).
     @exclusivity(unchecked) var seen = RequestFieldRules.Seen()
+    /// For the request's ``RepeatKey``: a bit per field carried, and whether the key can vouch for
+    /// the request (not when a field came twice, came in trailers, or was not cached).
+    @exclusivity(unchecked) var repeatFields: UInt32 = 0
+    @exclusivity(unchecked) var repeatable = true
     /// The `content-length` the request announced, or -1.
     @exclusivity(unchecked) var declaredLength = -1
     /// Set once the request was handed to the responder, or reset as malformed, so that END_STREAM
@@ -43,6 +47,8 @@ final class StreamState {
         request.reset()
         headerListSize = 0
         seen = []
+        repeatFields = 0
+        repeatable = true
         declaredLength = -1
         dispatched = false
         responseBody.removeAll(keepingCapacity: true)

@@ -37,14 +37,19 @@ final class RequestShape: Sendable {
         self.connectionID = connectionID
     }
 
-    /// Whether a record of `request` can share this shape. Strings a connection repeats are the
-    /// same objects (the HTTP/2 session reuses them), so most comparisons settle on identity. The
-    /// interpreted values are a function of the headers and body, given the connection.
+    /// Whether a record of `request` can share this shape. Equal repeat keys vouch for the headers
+    /// (the session hands out the same String objects); without one, Strings a connection repeats
+    /// still compare by identity first. The interpreted values and `auth` are functions of the
+    /// headers (`authorization` among them) and body, given the connection.
     func matches(_ request: PushRequest, accepted: Bool, environment: APNSEnvironment, auth: AuthSummary) -> Bool {
         let kept = self.request
-        return accepted == (interpreted != nil) && environment == self.environment
-            && request.topic == kept.topic && request.pushType == kept.pushType
-            && request.bodyLength == kept.bodyLength && request.body.hasSameBytes(as: kept.body)
+        guard accepted == (interpreted != nil), environment == self.environment,
+              request.bodyLength == kept.bodyLength, request.body.hasSameBytes(as: kept.body)
+        else { return false }
+        if let key = request.repeatKey, key == kept.repeatKey {
+            return true
+        }
+        return request.topic == kept.topic && request.pushType == kept.pushType
             && request.method == kept.method && request.scheme == kept.scheme && request.authority == kept.authority
             && request.priority == kept.priority && request.expiration == kept.expiration
             && request.collapseID == kept.collapseID && request.duplicatedHeader == kept.duplicatedHeader
