@@ -93,6 +93,12 @@ public enum Decision: Sendable, Equatable {
     case accepted(AcceptedPush)
     case rejected(Rejection)
 
+    /// Whether the request was accepted; unlike ``acceptedPush``, copies nothing.
+    public var isAccepted: Bool {
+        if case .accepted = self { return true }
+        return false
+    }
+
     /// The accepted push, if the request was accepted.
     public var acceptedPush: AcceptedPush? {
         if case .accepted(let push) = self { return push }

@@ -82,8 +82,9 @@ final class FaultStore: Sendable {
     }
 
     /// The first rule matching the request that fires (after its probability roll), counted.
-    func apply(to request: PushRequest, accepted: AcceptedPush?) -> FaultRule? {
+    func apply(to request: PushRequest, decision: Decision) -> FaultRule? {
         guard hasRules.load(ordering: .acquiring) else { return nil }
+        let accepted = decision.acceptedPush
         let token: String?
         if let accepted {
             token = accepted.token

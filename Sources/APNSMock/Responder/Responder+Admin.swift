@@ -28,8 +28,7 @@ extension Responder {
     ) -> Answer {
         var answer = Answer(response: response)
         var injected = false
-        let accepted = decision.acceptedPush
-        if let rule = faults.apply(to: request, accepted: accepted) {
+        if let rule = faults.apply(to: request, decision: decision) {
             injected = true
             answer = Self.answer(for: rule, replacing: response)
         }
@@ -39,7 +38,7 @@ extension Responder {
         if records.isEnabled {
             let receivedAt = state.readTime()
             let shape = state.recordShape(
-                for: request, accepted: accepted, environment: environment, auth: auth,
+                for: request, decision: decision, environment: environment, auth: auth,
                 connectionID: connection.connectionID)
             let uniqueID = answer.response?.uniqueID, action = answer.action, injected = injected
             records.append { seq in

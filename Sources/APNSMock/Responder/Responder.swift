@@ -104,7 +104,7 @@ final class Responder: Sendable {
             environment: environment, allowedTopics: auth.allowedTopics, certificateTopic: auth.certificateTopic,
             authenticationFailure: auth.failure, devices: state.devices.refreshed(from: devices))
         var decision = validator.validate(request, context: context, memo: &state.memo)
-        if isRateLimited, decision.acceptedPush != nil {
+        if isRateLimited, decision.isAccepted {
             let checked = decision
             decision = rateLimiter.withLock { limiter in limiter?.apply(to: checked) ?? checked }
         }
@@ -167,13 +167,15 @@ struct ConnectionState {
 
     /// The last record's shape if `request` fits it, else a new one (kept for the next record).
     mutating func recordShape(
-        for request: PushRequest, accepted: AcceptedPush?, environment: APNSEnvironment, auth: AuthSummary,
+        for request: PushRequest, decision: Decision, environment: APNSEnvironment, auth: AuthSummary,
         connectionID: UInt64
     ) -> RequestShape {
-        if let shape = recordShape, shape.matches(request, accepted: accepted != nil, environment: environment, auth: auth) {
+        if let shape = recordShape,
+           shape.matches(request, accepted: decision.isAccepted, environment: environment, auth: auth) {
             return shape
         }
-        let shape = RequestShape(request, accepted: accepted, environment: environment, auth: auth, connectionID: connectionID)
+        let shape = RequestShape(
+            request, accepted: decision.acceptedPush, environment: environment, auth: auth, connectionID: connectionID)
         recordShape = shape
         return shape
     }
