@@ -253,13 +253,16 @@ final class APNSConnection {
 
 extension APNSConnection: HTTP2SessionDelegate {
     func session(_ session: HTTP2Session, didReceive stream: StreamState) {
+        // Move the request out of the stream state rather than copying it (a copy retains every
+        // field), and move it back afterwards so its storage is reused by the next stream.
+        let request = stream.takeRequest()
         // The latency histogram locks inside swift-prometheus: observe a sample of requests only.
         requestCount &+= 1
         let started: ContinuousClock.Instant? =
             requestCount % RequestStatistics.latencySampleInterval == 1 ? .now : nil
-        // Borrowed in place (see StreamState.request): the responder copies nothing it does not keep.
         let answer = responder.respond(
-            to: stream.request, streamID: stream.streamID, connection: context, state: &requestState)
+            to: request, streamID: stream.streamID, connection: context, state: &requestState)
+        stream.restoreRequest(request)
         if requestState.auth.streamLimitRaisePending {
             // The first valid provider token lifts the one-stream limit (apns-behavior.md §1).
             requestState.auth.streamLimitRaisePending = false

@@ -11,18 +11,7 @@ final class StreamState {
     @exclusivity(unchecked) var poolIndex = 0
     // Touched several times per header from nghttp2 callbacks on one event loop, never
     // concurrently; static exclusivity holds, so the per-access runtime check is skipped.
-    /// The request being collected. It lives in storage of its own, reached through addressors,
-    /// so that the responder borrows it in place: no copy (a retain per header) and no move out
-    /// and back per request.
-    var request: PushRequest {
-        unsafeAddress { UnsafePointer(requestStorage) }
-        unsafeMutableAddress { requestStorage }
-    }
-    private let requestStorage: UnsafeMutablePointer<PushRequest> = {
-        let storage = UnsafeMutablePointer<PushRequest>.allocate(capacity: 1)
-        storage.initialize(to: PushRequest())
-        return storage
-    }()
+    @exclusivity(unchecked) var request = PushRequest()
     /// Header-list bytes so far, counted as RFC 9113 does (name + value + 32 per field).
     @exclusivity(unchecked) var headerListSize = 0
     /// Pseudo-headers and `host` seen so far, and whether a regular field came (RFC 9113 rules).
@@ -40,9 +29,16 @@ final class StreamState {
     @exclusivity(unchecked) var responseBody: [UInt8] = []
     @exclusivity(unchecked) var responseOffset = 0
 
-    deinit {
-        requestStorage.deinitialize(count: 1)
-        requestStorage.deallocate()
+    /// Moves the collected request out, leaving an empty one.
+    func takeRequest() -> PushRequest {
+        var taken = PushRequest()
+        swap(&taken, &request)
+        return taken
+    }
+
+    /// Puts a request taken with ``takeRequest()`` back, so that its storage is reused.
+    func restoreRequest(_ returned: consuming PushRequest) {
+        request = returned
     }
 
     /// Readies a recycled instance for a new stream, keeping body capacity.

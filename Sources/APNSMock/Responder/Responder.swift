@@ -93,7 +93,7 @@ final class Responder: Sendable {
     }
 
     func respond(
-        to request: PushRequest,
+        to request: borrowing PushRequest,
         streamID: Int32,
         connection: ConnectionContext,
         state: inout ConnectionState
