@@ -73,7 +73,8 @@ public struct PushRequest: Sendable {
     /// Records a header APNs does not interpret (kept for the record); an unknown `apns-` header
     /// sent twice still counts as DuplicateHeaders.
     public mutating func addOtherHeader(name: String, value: String) {
-        if duplicatedHeader == nil, name.utf8.starts(with: "apns-".utf8),
+        // The first byte rules out most names (user-agent, content-length…) before the prefix test.
+        if duplicatedHeader == nil, name.utf8.first == UInt8(ascii: "a"), name.utf8.starts(with: "apns-".utf8),
            otherHeaders.contains(where: { $0.name == name }) {
             duplicatedHeader = name
         }

@@ -129,3 +129,26 @@ struct KnownHeaderTests {
         #expect(name.withUTF8 { KnownHeader(name: UnsafeRawBufferPointer($0)) } == nil)
     }
 }
+
+/// `memoryEqual` takes word-load shortcuts by length: every length up to past the memcmp cut-off,
+/// equal and with each byte in turn differing.
+@Test func memoryEqualAtEveryLengthAndPosition() {
+    let one: [UInt8] = [1]
+    one.withUnsafeBufferPointer { #expect(memoryEqual(nil, $0.baseAddress!, 0)) }
+    for count in 1...40 {
+        let a = (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
+        a.withUnsafeBufferPointer { left in
+            var b = a
+            b.withUnsafeBufferPointer { right in
+                #expect(memoryEqual(left.baseAddress, right.baseAddress!, count))
+            }
+            for position in 0..<count {
+                b = a
+                b[position] ^= 0x20
+                b.withUnsafeBufferPointer { right in
+                    #expect(!memoryEqual(left.baseAddress, right.baseAddress!, count), "length \(count), byte \(position)")
+                }
+            }
+        }
+    }
+}

@@ -437,8 +437,7 @@ final class HTTP2Session {
 
     private static func equal(_ text: String, _ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         text.utf8.withContiguousStorageIfAvailable { stored in
-            stored.count == bytes.count
-                && (stored.count == 0 || memcmp(stored.baseAddress!, bytes.baseAddress!, stored.count) == 0)
+            stored.count == bytes.count && memoryEqual(bytes.baseAddress, stored.baseAddress!, stored.count)
         } ?? false
     }
 
