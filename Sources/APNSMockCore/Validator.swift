@@ -517,13 +517,13 @@ public struct ValidationMemo: Sendable {
 }
 
 extension Array where Element == UInt8 {
-    /// Byte equality in one `memcmp`; `==` on `[UInt8]` compares element by element. The
+    /// Byte equality through ``memoryEqual`` (memcmp for long runs); `==` on `[UInt8]` compares element by element. The
     /// per-connection memos compare every request's payload with the previous one's this way.
     public func hasSameBytes(as other: [UInt8]) -> Bool {
-        withUnsafeBytes { mine in
-            other.withUnsafeBytes { theirs in
+        withUnsafeBufferPointer { mine in
+            other.withUnsafeBufferPointer { theirs in
                 mine.count == theirs.count
-                    && (mine.count == 0 || memcmp(mine.baseAddress!, theirs.baseAddress!, mine.count) == 0)
+                    && (mine.count == 0 || memoryEqual(mine.baseAddress, theirs.baseAddress!, mine.count))
             }
         }
     }
