@@ -517,8 +517,9 @@ public struct ValidationMemo: Sendable {
 }
 
 extension Array where Element == UInt8 {
-    /// Byte equality through ``memoryEqual`` (memcmp for long runs); `==` on `[UInt8]` compares element by element. The
-    /// per-connection memos compare every request's payload with the previous one's this way.
+    /// Byte equality through ``memoryEqual`` (memcmp for long runs); `==` on `[UInt8]` compares
+    /// element by element. The per-connection memos compare every request's payload with the
+    /// previous one's this way.
     public func hasSameBytes(as other: [UInt8]) -> Bool {
         withUnsafeBufferPointer { mine in
             other.withUnsafeBufferPointer { theirs in
