@@ -53,6 +53,8 @@ struct HTTPMessagingTests {
         Case("missing :path", .reset, fields: [method, scheme, authority, topic, authorization]),
         Case("neither :authority nor host", .reset, fields: [method, scheme, path, topic, authorization]),
         Case("empty :path", .reset, fields: [method, scheme, (":path", ""), authority, topic, authorization]),
+        Case(":path not from the root", .reset, fields: [method, scheme, (":path", "3/device/\(token)"), authority, topic, authorization]),
+        Case(":path * on a POST", .reset, fields: [method, scheme, (":path", "*"), authority, topic, authorization]),
         Case(":path with a space", .reset, fields: [method, scheme, (":path", "/3/device/ab cd"), authority, topic, authorization]),
         Case(":method that is not a token", .reset, fields: [(":method", "PO ST"), scheme, path, authority, topic, authorization]),
         Case(":authority with a space", .reset, fields: [method, scheme, path, (":authority", "local host"), topic, authorization]),
@@ -111,6 +113,35 @@ struct HTTPMessagingTests {
             }
             #expect(frames.first { $0.type == H2.FrameType.headers.rawValue && $0.stream == 3 }?.payload.first == 0x88)
             #expect(!frames.contains { $0.type == H2.FrameType.goaway.rawValue })
+            await client.close()
+        }
+    }
+
+    /// The session vouches for repeated header values with a repeat key; a request that repeats the
+    /// previous one but sends `apns-id` twice must still be judged DuplicateHeaders, and the next
+    /// clean repeat accepted again.
+    @Test func duplicateMessageIDAmongRepeatedRequests() async throws {
+        try await MockHarness.withRunningMock(configure: { $0.http2.streamsBeforeAuthentication = 10 }) { mock in
+            let client = try await RawClient.connect(port: mock.apnsPort, security: .tls(caPath: mock.caPath, alpn: ["h2"]))
+            let id = ("apns-id", "8A1B2C3D-0000-4000-8000-00000000ABCD")
+            let other = ("apns-id", "8A1B2C3D-0000-4000-8000-00000000ABCE")
+            let streams: [(UInt32, [(String, String)], UInt8)] = [
+                (1, Self.fields + [id], 0x88),  // :status 200
+                (3, Self.fields + [id, other], 0x8C),  // :status 400 (DuplicateHeaders)
+                (5, Self.fields + [id], 0x88),
+                (7, Self.fields + [other, id], 0x8C),
+            ]
+            try await client.send(H2.preface + H2.settings() + streams.flatMap { stream, fields, _ in
+                H2.headers(stream: stream, fields, endStream: false) + H2.data(stream: stream, Self.body, endStream: true)
+            })
+            let received = await client.waitUntil { bytes in
+                H2.parse(bytes).filter { $0.type == H2.FrameType.headers.rawValue }.count == streams.count
+            }
+            let frames = H2.parse(received)
+            for (stream, _, status) in streams {
+                #expect(frames.first { $0.type == H2.FrameType.headers.rawValue && $0.stream == stream }?.payload.first == status,
+                        "stream \(stream)")
+            }
             await client.close()
         }
     }

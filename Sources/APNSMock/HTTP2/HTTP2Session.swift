@@ -78,8 +78,7 @@ final class HTTP2Session {
         let rc = nghttp2_session_server_new3(
             &created, callbacks, Unmanaged.passUnretained(self).toOpaque(), option, CAPNSMockPool_mem(pool))
         guard rc == 0, let created else {
-            scratch.deallocate()
-            CAPNSMockPool_destroy(pool)
+            // Every stored property is set by now, so deinit runs and frees scratch and pool.
             throw ProtocolError(code: Int(rc))
         }
         session = created
@@ -315,12 +314,12 @@ final class HTTP2Session {
             else {
                 return malformed(state)
             }
-            if known != .path, known != .apnsID {
-                noteRepeat(state, field: known.rawValue, fresh: fresh, trailer: trailer)
-            }
-            if known == .method, text == "CONNECT" {
-                state.seen.insert(.connect)
-            }
+            // `:path` and `apns-id` change per request in many workloads: they do not move the
+            // generation (the memos compare them on their own), but a second one still rules the
+            // key out (DuplicateHeaders).
+            let perRequest = known == .path || known == .apnsID
+            noteRepeat(state, field: known.rawValue, fresh: fresh && !perRequest, trailer: trailer)
+            state.seen.formUnion(RequestFieldRules.Seen(known, value: text))
             state.request.set(known, value: text)
         } else {
             if name.first == UInt8(ascii: ":") {

@@ -27,7 +27,7 @@ enum RequestFieldRules {
 
     /// Pseudo-headers and `host` a stream has seen, and whether a regular field came yet.
     struct Seen: OptionSet {
-        var rawValue: UInt8
+        var rawValue: UInt16
         static let method = Seen(rawValue: 1 << 0)
         static let scheme = Seen(rawValue: 1 << 1)
         static let path = Seen(rawValue: 1 << 2)
@@ -35,9 +35,25 @@ enum RequestFieldRules {
         static let host = Seen(rawValue: 1 << 4)
         /// A regular field arrived: no pseudo-header may follow (§8.3).
         static let regular = Seen(rawValue: 1 << 5)
+        /// What some values say, for the checks of the whole block (``isComplete(_:)``).
         static let connect = Seen(rawValue: 1 << 6)
+        static let options = Seen(rawValue: 1 << 7)
+        static let httpScheme = Seen(rawValue: 1 << 8)
+        static let pathFromRoot = Seen(rawValue: 1 << 9)
+        static let pathAsterisk = Seen(rawValue: 1 << 10)
 
-        init(rawValue: UInt8) { self.rawValue = rawValue }
+        init(rawValue: UInt16) { self.rawValue = rawValue }
+
+        /// What a valid value of `header` tells the block checks: CONNECT and OPTIONS methods, an
+        /// http(s) scheme, a path from the root or `*`.
+        init(_ header: KnownHeader, value: String) {
+            switch header {
+            case .method: self = value == "CONNECT" ? .connect : value == "OPTIONS" ? .options : []
+            case .scheme: self = value == "https" || value == "http" ? .httpScheme : []
+            case .path: self = value.utf8.first == UInt8(ascii: "/") ? .pathFromRoot : value == "*" ? .pathAsterisk : []
+            default: self = []
+            }
+        }
 
         init(_ header: KnownHeader) {
             switch header {
@@ -124,12 +140,17 @@ enum RequestFieldRules {
     }
 
     /// Whether a request's header block has what §8.3.1 requires: `:method`, `:scheme` and `:path`
-    /// (CONNECT: `:authority` and neither of the other two), and `:authority` or `host`.
+    /// (CONNECT: `:authority` and neither of the other two), and `:authority` or `host`; with an
+    /// http or https scheme, a `:path` from the root, or `*` for OPTIONS.
     static func isComplete(_ seen: Seen) -> Bool {
         if seen.contains(.connect) {
             return seen.contains(.authority) && seen.isDisjoint(with: [.scheme, .path])
         }
-        return seen.isSuperset(of: [.method, .scheme, .path]) && !seen.isDisjoint(with: [.authority, .host])
+        guard seen.isSuperset(of: [.method, .scheme, .path]), !seen.isDisjoint(with: [.authority, .host]) else {
+            return false
+        }
+        return !seen.contains(.httpScheme) || seen.contains(.pathFromRoot)
+            || seen.isSuperset(of: [.pathAsterisk, .options])
     }
 }
 

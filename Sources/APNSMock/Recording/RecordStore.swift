@@ -166,7 +166,6 @@ final class RecordStore: Sendable {
 
     /// Forgets every record; `seq` keeps counting.
     func removeAll() {
-        cleared.store(lastSeq, ordering: .releasing)
         for stripe in stripes {
             // The old records are released after the lock is.
             let old = stripe.slots.withLock { slots -> Slots in
@@ -176,6 +175,9 @@ final class RecordStore: Sendable {
             }
             _ = consume old
         }
+        // Only now: a writer that took its seq before this point may have stored into storage
+        // just dropped, and its seq must count as cleared, or queries would wait for it.
+        cleared.store(lastSeq, ordering: .releasing)
         published.add(1, ordering: .releasing)
         waiters.wakeAll()
     }
