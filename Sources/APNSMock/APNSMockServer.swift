@@ -126,7 +126,9 @@ public final class RunningAPNSListener: Sendable {
     /// The port actually bound (the chosen one when configured with port 0).
     public let port: Int
     private let group: MultiThreadedEventLoopGroup
-    private let quiesce: ServerQuiescingHelper
+    /// Released before the event loops are (see ``shutdown()``): its deinit completes a promise on
+    /// one of them, which must still be running.
+    private let quiesce: Mutex<ServerQuiescingHelper?>
     private let connections: ConnectionRegistry
     private let gracePeriod: TimeAmount
     private let logger: Logger
@@ -151,7 +153,7 @@ public final class RunningAPNSListener: Sendable {
     ) {
         self.port = port
         self.group = group
-        self.quiesce = quiesce
+        self.quiesce = Mutex(quiesce)
         self.connections = connections
         self.gracePeriod = gracePeriod
         self.logger = logger
@@ -172,27 +174,23 @@ public final class RunningAPNSListener: Sendable {
         guard !alreadyStopped else { return }
         await admin?.shutdown()
         logger.info("shutting down: GOAWAY to \(connections.open) connection(s)")
-        let drained = group.next().makePromise(of: Void.self)
-        quiesce.initiateShutdown(promise: drained)
-        let deadline = group.next().scheduleTask(in: gracePeriod) {}
-        let finished = drained.futureResult.map { true }
-        let timedOut = deadline.futureResult.map { false }
-        let inTime = (try? await finished.or(timedOut).get()) ?? false
+        // Everything here lives on one event loop, so that no callback hops to another loop that
+        // may already have stopped when the group shuts down.
+        let loop = group.next()
+        let drained = loop.makePromise(of: Void.self)
+        let quiesce = self.quiesce.withLock { $0.take() }
+        quiesce?.initiateShutdown(promise: drained)
+        let outcome = loop.makePromise(of: Bool.self)
+        let deadline = loop.scheduleTask(in: gracePeriod) { outcome.succeed(false) }
+        drained.futureResult.whenComplete { _ in outcome.succeed(true) }
+        let inTime = (try? await outcome.futureResult.get()) ?? false
         deadline.cancel()
         if !inTime {
             logger.warning("grace period over; closing the remaining connections")
         }
+        _ = consume quiesce  // its deinit needs the event loops; they stop below
         try? await group.shutdownGracefully()
         logger.info("APNs listener stopped")
     }
 }
 
-extension EventLoopFuture where Value: Sendable {
-    /// Completes with whichever of the two futures completes first.
-    fileprivate func or(_ other: EventLoopFuture<Value>) -> EventLoopFuture<Value> {
-        let promise = eventLoop.makePromise(of: Value.self)
-        self.cascade(to: promise)
-        other.hop(to: eventLoop).cascade(to: promise)
-        return promise.futureResult
-    }
-}
