@@ -3,15 +3,19 @@ import Logging
 import NIOCore
 import ServiceLifecycle
 
-/// Runs the admin API (``AdminAPI``) as a Hummingbird application on its own task, so that the
-/// APNs listener's `start()`/`shutdown()` can bring it up and down with it.
+/// Runs the admin API (``AdminAPI``) as a Hummingbird application in a service group of its own,
+/// on its own task, so that the APNs listener's `start()`/`shutdown()` can bring it up and down
+/// with it. Stopping is a graceful shutdown of that group (in-flight admin requests finish), not a
+/// cancellation.
 final class AdminServer: Sendable {
     let port: Int
     private let task: Task<Void, any Error>
+    private let services: ServiceGroup
 
-    private init(port: Int, task: Task<Void, any Error>) {
+    private init(port: Int, task: Task<Void, any Error>, services: ServiceGroup) {
         self.port = port
         self.task = task
+        self.services = services
     }
 
     /// Binds `settings.host:settings.port` (0 picks a free port) and returns once listening.
@@ -27,9 +31,11 @@ final class AdminServer: Sendable {
                 continuation.finish()
             },
             logger: adminLogger)
+        let services = ServiceGroup(
+            configuration: .init(services: [app], gracefulShutdownSignals: [], logger: adminLogger))
         let task = Task {
             do {
-                try await app.runService(gracefulShutdownSignals: [])
+                try await services.run()
                 continuation.finish()
             } catch {
                 continuation.finish(throwing: error)
@@ -45,12 +51,12 @@ final class AdminServer: Sendable {
             throw AdminStartError()
         }
         logger.info("admin listener up", metadata: ["host": "\(settings.host)", "port": "\(port)"])
-        return AdminServer(port: port, task: task)
+        return AdminServer(port: port, task: task, services: services)
     }
 
     /// Stops listening; waits for the application to finish.
     func shutdown() async {
-        task.cancel()
+        await services.triggerGracefulShutdown()
         _ = await task.result
     }
 }
