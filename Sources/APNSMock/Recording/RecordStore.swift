@@ -63,9 +63,9 @@ final class RecordStore: Sendable {
             seqs.deallocate()
         }
 
-        /// Puts `incoming` (with `seq`) at `position` and returns the record it displaces; or, when a
-        /// writer `capacity` records later got there first, leaves the slot alone and returns
-        /// `incoming` itself, already evicted.
+        /// Builds the record for `seq` at `position` and returns the record it displaces; or, when a
+        /// writer `capacity` records later got there first, leaves the slot alone and returns the
+        /// built record itself, already evicted.
         mutating func store(seq: UInt64, at position: Int, _ make: @Sendable (UInt64) -> RawRecord) -> RawRecord? {
             let current = seqs[position]
             if current > seq {
@@ -101,18 +101,9 @@ final class RecordStore: Sendable {
         return Int(last - first)
     }
 
-    /// Stores `record` (its `seq` is assigned here) and wakes waiters.
-    func append(_ record: RawRecord) {
-        append { seq in
-            var record = record
-            record.seq = seq
-            return record
-        }
-    }
-
-    /// Stores the record `make` builds for the `seq` it is given, and wakes waiters. The request
-    /// path uses this form: the record is built in its slot, never copied. `make` runs under a
-    /// stripe lock and must only build the value.
+    /// Stores the record `make` builds for the `seq` it is given, and wakes waiters. The record is
+    /// built in its slot, never copied. `make` runs under a stripe lock and must only build the
+    /// value.
     @inline(__always)
     func append(_ make: @Sendable (UInt64) -> RawRecord) {
         guard capacity > 0 else { return }
