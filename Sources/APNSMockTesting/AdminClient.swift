@@ -137,6 +137,8 @@ public struct NotificationPage: Codable, Sendable {
     public var notifications: [NotificationRecord]
     /// Pass as `since` to get only later records.
     public var next: UInt64
+    /// Whether records after `next` were not looked at because the page was full.
+    public var more: Bool
 }
 
 /// An admin API answer: status and raw body.

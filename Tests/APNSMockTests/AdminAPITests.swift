@@ -160,6 +160,37 @@ struct AdminAPITests {
         }
     }
 
+    /// A cursor at the very end of UInt64 once made `since + 1` trap and took the whole process
+    /// down; any cursor past the last record now finds nothing and the server goes on serving.
+    @Test func cursorPastTheEndFindsNothingAndKeepsServing() async throws {
+        try await MockHarness.withRunningMock { mock in
+            _ = try await Self.push(mock)
+            let last = UInt64.max
+            let page = try await mock.admin.notifications(NotificationQuery(outcome: "all", since: last))
+            #expect(page.notifications.isEmpty)
+            #expect(page.next == last)
+            #expect(page.more == false)
+            let (waited, timedOut) = try await mock.admin.wait(NotificationQuery(since: last), count: 1, timeout: 0.2)
+            #expect(timedOut)
+            #expect(waited.notifications.isEmpty)
+            #expect(try await Self.push(mock).status == 200)
+            #expect(try await mock.admin.notifications().notifications.count == 2)
+        }
+    }
+
+    /// A query gives at most a page of records; `next` and `more` lead to the rest.
+    @Test func queriesArePagedWithACursor() async throws {
+        try await MockHarness.withRunningMock { mock in
+            for _ in 0..<3 { _ = try await Self.push(mock) }
+            let first = try await mock.admin.notifications(NotificationQuery(limit: 2))
+            #expect(first.notifications.map(\.seq) == [1, 2])
+            #expect(first.more)
+            let second = try await mock.admin.notifications(NotificationQuery(since: first.next, limit: 2))
+            #expect(second.notifications.map(\.seq) == [3])
+            #expect(second.more == false)
+        }
+    }
+
     // MARK: Wait-for
 
     @Test func waitAnswersWhenThePushArrives() async throws {
@@ -233,6 +264,15 @@ struct AdminAPITests {
         ("GET", "/v1/notifications?colour=red", "", "colour"),
         ("GET", "/v1/notifications?outcome=maybe", "", "outcome"),
         ("GET", "/v1/notifications/wait?timeout=soon", "", "timeout"),
+        ("GET", "/v1/notifications/wait?timeout=nan", "", "timeout"),
+        ("GET", "/v1/notifications/wait?timeout=1e400", "", "timeout"),
+        ("GET", "/v1/notifications?since=-1", "", "since"),
+        ("GET", "/v1/notifications?since=18446744073709551616", "", "since"),
+        ("GET", "/v1/notifications?limit=999999999", "", "limit"),
+        ("GET", "/v1/notifications?limit=0", "", "limit"),
+        ("GET", "/v1/notifications?limit=99999999999999999999999", "", "limit"),
+        ("GET", "/v1/notifications/wait?count=1000000000000", "", "count"),
+        ("GET", "/v1/notifications/wait?count=-3", "", "count"),
     ])
     func badRequestsAre400AndChangeNothing(_ method: String, _ pathAndQuery: String, _ body: String, _ field: String) async throws {
         try await MockHarness.withRunningMock { mock in

@@ -18,6 +18,10 @@ struct AdminAPI: Sendable {
 
     /// The longest wait a `timeout` may ask for, so a forgotten waiter cannot pin a connection.
     static let maximumWaitSeconds = 300.0
+    /// Records in one answer when the query gives no `limit`, and the most it may ask for: a page
+    /// is rendered whole in memory, so its size is bounded; `next` continues from where it ended.
+    static let defaultPageSize = 1000
+    static let maximumPageSize = 10_000
     /// Admin request bodies are small JSON documents.
     static let bodyLimit = 1 << 20
 
@@ -76,6 +80,8 @@ struct AdminAPI: Sendable {
     struct NotificationList: Codable {
         var notifications: [NotificationRecord]
         var next: UInt64
+        /// Whether records after `next` exist that this answer did not look at (the page was full).
+        var more: Bool
     }
 
     private static let filterParameters: Set<String> = [
@@ -114,9 +120,11 @@ struct AdminAPI: Sendable {
             guard let value = UInt64(text) else { return .failure(AdminError("since: expected a seq (a non-negative integer)")) }
             since = value
         }
-        var limit = Int.max
+        var limit = Self.defaultPageSize
         if let text = values["limit"] {
-            guard let value = Int(text), value > 0 else { return .failure(AdminError("limit: expected a positive integer")) }
+            guard let value = Int(text), (1...Self.maximumPageSize).contains(value) else {
+                return .failure(AdminError("limit: expected an integer from 1 to \(Self.maximumPageSize)"))
+            }
             limit = value
         }
         return .success((filter, since, limit, values))
@@ -128,7 +136,7 @@ struct AdminAPI: Sendable {
             return Self.error(.badRequest, error.message)
         case .success(let (filter, since, limit, _)):
             let (records, next) = responder.records.query(since: since, filter: filter, limit: limit)
-            return Self.json(.ok, NotificationList(notifications: render(records), next: next))
+            return Self.json(.ok, page(records, next: next))
         }
     }
 
@@ -139,7 +147,9 @@ struct AdminAPI: Sendable {
         case .success(let (filter, since, limit, values)):
             var count = 1
             if let text = values["count"] {
-                guard let value = Int(text), value > 0 else { return Self.error(.badRequest, "count: expected a positive integer") }
+                guard let value = Int(text), (1...Self.maximumPageSize).contains(value) else {
+                    return Self.error(.badRequest, "count: expected an integer from 1 to \(Self.maximumPageSize)")
+                }
                 count = value
             }
             var timeout = 5.0
@@ -150,13 +160,15 @@ struct AdminAPI: Sendable {
                 timeout = value
             }
             let (records, next, complete) = await responder.records.wait(
-                since: since, filter: filter, count: min(count, limit), timeout: .milliseconds(Int64(timeout * 1000)))
-            return Self.json(complete ? .ok : .requestTimeout, NotificationList(notifications: render(records), next: next))
+                since: since, filter: filter, count: values["limit"] == nil ? count : min(count, limit), timeout: .milliseconds(Int64(timeout * 1000)))
+            return Self.json(complete ? .ok : .requestTimeout, page(records, next: next))
         }
     }
 
-    private func render(_ records: [RawRecord]) -> [NotificationRecord] {
-        records.map { $0.render(validator: responder.validator) }
+    private func page(_ records: [RawRecord], next: UInt64) -> NotificationList {
+        NotificationList(
+            notifications: records.map { $0.render(validator: responder.validator) }, next: next,
+            more: next < responder.records.lastSeq)
     }
 
     // MARK: Devices

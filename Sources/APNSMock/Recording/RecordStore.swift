@@ -132,9 +132,12 @@ final class RecordStore: Sendable {
 
     /// Records after `since` that match `filter`, oldest first, at most `limit`; and `next`, the
     /// cursor to pass as `since` to continue (every record up to it has been looked at).
+    ///
+    /// `since` comes from outside (a query parameter): any value is safe, including one past
+    /// ``lastSeq`` or `UInt64.max`, which finds nothing and keeps the cursor where it is.
     func query(since: UInt64, filter: RecordFilter, limit: Int) -> (records: [RawRecord], next: UInt64) {
-        guard capacity > 0 else { return ([], since) }
         let last = lastSeq
+        guard capacity > 0, since < last, limit > 0 else { return ([], since) }
         let oldestKept = last > UInt64(capacity) ? last - UInt64(capacity) + 1 : 1
         var seq = max(since + 1, clearedThrough + 1, oldestKept)
         var next = max(since, seq - 1)
@@ -143,7 +146,7 @@ final class RecordStore: Sendable {
             if let record = read(seq) {
                 if filter.matches(record) { found.append(record) }
             } else {
-                let stillKept = lastSeq < seq + UInt64(capacity)
+                let stillKept = lastSeq - seq < UInt64(capacity)
                 if stillKept, seq > clearedThrough {
                     // Handed out but not yet stored: stop here so the cursor does not skip it.
                     break
