@@ -11,11 +11,17 @@ public struct AuthSummary: Sendable, Equatable, Codable {
     public var method: Method?
     public var teamId: String?
     public var keyId: String?
+    /// How the provider token wrote its `iat` (token auth with a token that verified), so that a
+    /// team sees its client's spelling; `nil` otherwise.
+    public var iatForm: ProviderToken.IssuedAtForm?
 
-    public init(method: Method? = nil, teamId: String? = nil, keyId: String? = nil) {
+    public init(
+        method: Method? = nil, teamId: String? = nil, keyId: String? = nil, iatForm: ProviderToken.IssuedAtForm? = nil
+    ) {
         self.method = method
         self.teamId = teamId
         self.keyId = keyId
+        self.iatForm = iatForm
     }
 
     /// No credentials (yet): what a request gets before authentication is decided.

@@ -150,6 +150,8 @@ public struct Configuration: Sendable, Equatable {
         public var topicPolicy: TopicPolicy = .teams
         public var rateLimit: RateLimit?
         public var badEnvironmentKeyReason: EnvironmentKeyReasonSpelling = .documented
+        /// Only an integer `iat` in provider tokens (see ``ValidationSettings/strictProviderTokens``).
+        public var strictProviderTokens = false
 
         public init() {}
 
@@ -159,7 +161,8 @@ public struct Configuration: Sendable, Equatable {
                 strictLint: strictLint,
                 lintRejectionReason: lintRejectionReason,
                 environmentKeyReasonSpelling: badEnvironmentKeyReason,
-                rateLimit: rateLimit)
+                rateLimit: rateLimit,
+                strictProviderTokens: strictProviderTokens)
         }
     }
 
@@ -316,10 +319,11 @@ extension Configuration {
     private static func decodeValidation<N>(_ field: Field<N>) throws(ConfigurationError) -> Validation {
         let fields = try field.mapping(allowing: [
             "strictDeviceTokens", "strictLint", "lintRejectionReason", "topicPolicy", "rateLimit",
-            "badEnvironmentKeyReason",
+            "badEnvironmentKeyReason", "strictProviderTokens",
         ])
         var validation = Validation()
         if let value = fields.optional("strictDeviceTokens") { validation.strictDeviceTokens = try value.boolean() }
+        if let value = fields.optional("strictProviderTokens") { validation.strictProviderTokens = try value.boolean() }
         if let value = fields.optional("strictLint") { validation.strictLint = try value.boolean() }
         if let value = fields.optional("lintRejectionReason") {
             let reason = try value.oneOf(Reason.self)

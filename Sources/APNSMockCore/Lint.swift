@@ -65,6 +65,26 @@ public struct LintFinding: Sendable, Equatable, Hashable {
         case liveActivityStartMissingAttributes = "liveactivity-start-missing-attributes"
         /// An MDM push without its top-level `mdm` string (the device's PushMagic).
         case mdmMissingPushMagic = "mdm-missing-push-magic"
+        /// Not about the payload: the provider token's `iat` is a decimal or a string of digits
+        /// rather than the integer Apple documents. Apple accepts it, and so does the mock; strict
+        /// lint ignores this finding (`validation.strictProviderTokens` rejects such tokens).
+        case iatNotInteger = "iat-not-integer"
+    }
+
+    /// The finding a record carries for a provider token whose `iat` is not an integer.
+    public static func issuedAtForm(_ form: ProviderToken.IssuedAtForm?) -> LintFinding? {
+        switch form {
+        case .decimal?:
+            return LintFinding(
+                .iatNotInteger,
+                "the provider token's iat is a decimal number; Apple documents whole seconds (accepted, truncated)")
+        case .string?:
+            return LintFinding(
+                .iatNotInteger,
+                "the provider token's iat is a string of digits; Apple documents a number (accepted)")
+        case .integer?, nil:
+            return nil
+        }
     }
 }
 

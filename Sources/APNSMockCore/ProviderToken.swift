@@ -1,11 +1,11 @@
 /// An APNs provider token (JWT) taken apart, before its signature is checked.
 ///
-/// Parsing is pure and strict (docs/authentication.md): the `authorization` value must be
-/// `bearer <JWT>` (scheme matched case-insensitively, one space), the JWT three base64url parts
-/// without padding, the header a JSON object with `"alg"` and `"kid"` strings, the claims a JSON
-/// object with an `"iss"` string and an integer `"iat"`. Any other shape is InvalidProviderToken.
-/// Other members (`"typ":"JWT"`, which several libraries add) are tolerated, a repeated member is
-/// not. Verifying the ES256 signature is the server's job (it needs OpenSSL); it signs
+/// Parsing is pure (docs/authentication.md): the `authorization` value must be `bearer <JWT>`
+/// (scheme matched case-insensitively, one space), the JWT three base64url parts without padding,
+/// the header a JSON object with `"alg"` and `"kid"` strings, the claims a JSON object with an
+/// `"iss"` string and an `"iat"` in one of the forms real clients sign (``IssuedAtForm``). Any
+/// other shape is InvalidProviderToken. Other members (`"typ":"JWT"`, which several libraries
+/// add) are tolerated, a repeated member is not. Verifying the ES256 signature is the server's job (it needs OpenSSL); it signs
 /// ``signingInput`` and ``signature`` is the raw `r ‖ s`.
 public struct ProviderToken: Sendable, Equatable {
     /// The header's `alg`; APNs accepts only `ES256`, checked by ``parse(authorization:)``.
@@ -14,8 +14,10 @@ public struct ProviderToken: Sendable, Equatable {
     public var keyID: String
     /// The claim `iss`: the team ID.
     public var issuer: String
-    /// The claim `iat`, UNIX seconds.
+    /// The claim `iat`, UNIX seconds (truncated when the client signed a fraction).
     public var issuedAt: Int64
+    /// How the client wrote `iat`.
+    public var issuedAtForm: IssuedAtForm
     /// The bytes the signature covers: `<header>.<claims>` as sent.
     public var signingInput: [UInt8]
     /// The decoded third part.
@@ -23,17 +25,33 @@ public struct ProviderToken: Sendable, Equatable {
 
     /// How long a token stays usable after its `iat` (Apple: one hour).
     public static let lifetime: Int64 = 3600
-    /// How far in the future an `iat` may lie before the token is invalid (mock's choice: clock
-    /// skew of a minute is tolerated, more is a broken clock or a forged token).
-    public static let allowedClockSkew: Int64 = 60
+    /// How far in the future an `iat` may lie before the token is invalid. Apple: the value "must
+    /// be no more than one hour from the current time", which bounds both directions; a client
+    /// whose clock runs minutes ahead of Apple's still works, so it works here too.
+    public static let allowedClockSkew: Int64 = 3600
+
+    /// The spellings of `iat` that clients working against Apple send. RFC 7519's NumericDate is
+    /// any JSON number, fractions included; Apple's own sample token carries a string.
+    public enum IssuedAtForm: String, Sendable, Codable, CaseIterable {
+        /// `1795433772`: what Apple documents.
+        case integer
+        /// `1795433772.0045` (Python's `time.time()`: apns2/apns2-up, pyapns-client, gobiko) or
+        /// a number in exponent notation (`1.795433772E9`, Java's `Double.toString`); truncated
+        /// to whole seconds.
+        case decimal
+        /// `"1795433772"`: a string of decimal digits (kalyke; APNSwift before 2026).
+        case string
+    }
 
     public init(
-        algorithm: String, keyID: String, issuer: String, issuedAt: Int64, signingInput: [UInt8], signature: [UInt8]
+        algorithm: String, keyID: String, issuer: String, issuedAt: Int64, issuedAtForm: IssuedAtForm = .integer,
+        signingInput: [UInt8], signature: [UInt8]
     ) {
         self.algorithm = algorithm
         self.keyID = keyID
         self.issuer = issuer
         self.issuedAt = issuedAt
+        self.issuedAtForm = issuedAtForm
         self.signingInput = signingInput
         self.signature = signature
     }
@@ -68,19 +86,42 @@ public struct ProviderToken: Sendable, Equatable {
               let algorithm = headerMembers["alg"]?.stringValue, algorithm == "ES256",
               let keyID = headerMembers["kid"]?.stringValue, !keyID.isEmpty,
               let issuer = claimMembers["iss"]?.stringValue, !issuer.isEmpty,
-              case .number(let literal) = claimMembers["iat"], let issuedAt = Int64(literal)
+              let (issuedAt, form) = claimMembers["iat"].flatMap(issuedAt(_:))
         else { return nil }
         return ProviderToken(
-            algorithm: algorithm, keyID: keyID, issuer: issuer, issuedAt: issuedAt,
+            algorithm: algorithm, keyID: keyID, issuer: issuer, issuedAt: issuedAt, issuedAtForm: form,
             signingInput: Array(jwt[..<parts[1].endIndex]), signature: signature)
+    }
+
+    /// `iat` as whole UNIX seconds and the form it was written in, or `nil` when it is none of
+    /// ``IssuedAtForm``'s forms: negative, out of 64-bit range, a string that is not only ASCII
+    /// digits (`"1e3"`, `""`, `" 5"`), or any other JSON type.
+    static func issuedAt(_ value: JSONValue) -> (Int64, IssuedAtForm)? {
+        switch value {
+        case .number(let literal):
+            return NumericDate.wholeSeconds(literal).map { ($0.seconds, $0.isInteger ? .integer : .decimal) }
+        case .string(let text):
+            guard !text.isEmpty, text.utf8.count <= 19, text.utf8.allSatisfy({ (0x30...0x39).contains($0) }),
+                  let seconds = Int64(text)
+            else { return nil }
+            return (seconds, .string)
+        default:
+            return nil
+        }
+    }
+
+    /// The time check that applies on every request, not only when the token is first seen:
+    /// `nil` while the token is usable at `now` (UNIX seconds), else its reason.
+    public static func timeProblem(issuedAt: Int64, now: Int64) -> Reason? {
+        if issuedAt > now + allowedClockSkew { return .invalidProviderToken }
+        if now - issuedAt > lifetime { return .expiredProviderToken }
+        return nil
     }
 
     /// The time check that applies on every request, not only when the token is first seen:
     /// `nil` while the token is usable at `now` (UNIX seconds), else its reason.
     public func timeProblem(now: Int64) -> Reason? {
-        if issuedAt > now + Self.allowedClockSkew { return .invalidProviderToken }
-        if now - issuedAt > Self.lifetime { return .expiredProviderToken }
-        return nil
+        Self.timeProblem(issuedAt: issuedAt, now: now)
     }
 
     private static func uniqueMembers(_ value: JSONValue) -> [String: JSONValue]? {
@@ -90,6 +131,72 @@ public struct ProviderToken: Sendable, Equatable {
             guard result.updateValue(member.value, forKey: member.key) == nil else { return nil }
         }
         return result
+    }
+}
+
+/// A JSON number literal read as a NumericDate (RFC 7519): whole seconds, truncated toward zero,
+/// computed from the literal's digits so that no floating-point rounding moves a second.
+enum NumericDate {
+    /// `nil` for a negative number or one past `Int64.max`. The literal is a valid JSON number
+    /// (the JSON reader checked it): `-?int(.frac)?([eE][+-]?exp)?`.
+    static func wholeSeconds(_ literal: String) -> (seconds: Int64, isInteger: Bool)? {
+        var bytes = Substring(literal).utf8[...]
+        guard let first = bytes.first, first != UInt8(ascii: "-") else { return nil }
+        // Significant digits of int and fraction as values 0-9, at most `kept`: the whole part
+        // that fits 64 bits has at most 19 digits, so later digits only count for their place.
+        let kept = 40
+        var digits: [UInt8] = []
+        var droppedIntegerDigits = 0
+        var fractionDigits = 0
+        var inFraction = false
+        var isInteger = true
+        while let byte = bytes.first, byte != UInt8(ascii: "e"), byte != UInt8(ascii: "E") {
+            bytes = bytes.dropFirst()
+            if byte == UInt8(ascii: ".") {
+                inFraction = true
+                isInteger = false
+                continue
+            }
+            if digits.isEmpty, byte == UInt8(ascii: "0") {
+                if inFraction { fractionDigits += 1 }
+                continue  // leading zeros carry no value
+            }
+            if digits.count == kept {
+                if !inFraction { droppedIntegerDigits += 1 }
+                continue
+            }
+            digits.append(byte - UInt8(ascii: "0"))
+            if inFraction { fractionDigits += 1 }
+        }
+        var exponent = 0
+        if !bytes.isEmpty {
+            isInteger = false
+            bytes = bytes.dropFirst()
+            var negative = false
+            if let sign = bytes.first, sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") {
+                negative = sign == UInt8(ascii: "-")
+                bytes = bytes.dropFirst()
+            }
+            for byte in bytes {
+                // Saturates: an exponent this large makes the value 0 or out of range either way.
+                exponent = min(exponent * 10 + Int(byte - UInt8(ascii: "0")), 100_000)
+            }
+            if negative { exponent = -exponent }
+        }
+        // value = digits × 10^(exponent − fractionDigits); keep the whole part.
+        let shift = exponent - fractionDigits + droppedIntegerDigits
+        let wholeDigitCount = digits.count + shift
+        guard wholeDigitCount > 0 else { return (0, isInteger) }
+        guard wholeDigitCount <= 19 else { return nil }
+        var seconds: Int64 = 0
+        for position in 0..<wholeDigitCount {
+            let digit = position < digits.count ? Int64(digits[position]) : 0
+            let (scaled, overflow1) = seconds.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = scaled.addingReportingOverflow(digit)
+            guard !overflow1, !overflow2 else { return nil }
+            seconds = sum
+        }
+        return (seconds, isInteger)
     }
 }
 

@@ -137,19 +137,25 @@ public struct ValidationSettings: Sendable, Equatable {
     /// Per-device-token rate limit; `nil` (the default) for none. Enforced by ``RateLimiter``,
     /// after validation.
     public var rateLimit: RateLimit?
+    /// Strict provider tokens accept only an integer `iat`, as Apple documents it; the decimal and
+    /// string forms clients send (``ProviderToken/IssuedAtForm``) are then InvalidProviderToken.
+    /// Off by default, because Apple accepts them.
+    public var strictProviderTokens: Bool
 
     public init(
         strictDeviceTokens: Bool = false,
         strictLint: Bool = false,
         lintRejectionReason: Reason = .payloadEmpty,
         environmentKeyReasonSpelling: EnvironmentKeyReasonSpelling = .documented,
-        rateLimit: RateLimit? = nil
+        rateLimit: RateLimit? = nil,
+        strictProviderTokens: Bool = false
     ) {
         self.strictDeviceTokens = strictDeviceTokens
         self.strictLint = strictLint
         self.lintRejectionReason = lintRejectionReason
         self.environmentKeyReasonSpelling = environmentKeyReasonSpelling
         self.rateLimit = rateLimit
+        self.strictProviderTokens = strictProviderTokens
     }
 
     /// A rejection with the configured wire spelling of its reason. Code that refuses a request for

@@ -50,8 +50,6 @@ struct ProviderTokenTests {
         "bearer " + jwt(header: #"["ES256"]"#),
         "bearer " + jwt(claims: #"{"iat":1700000000}"#),
         "bearer " + jwt(claims: #"{"iss":"DEMOTEAM01"}"#),
-        "bearer " + jwt(claims: #"{"iss":"DEMOTEAM01","iat":"1700000000"}"#),
-        "bearer " + jwt(claims: #"{"iss":"DEMOTEAM01","iat":1.5}"#),
         "bearer " + jwt(claims: #"{"iss":42,"iat":1}"#),
         "bearer " + jwt(claims: "not json"),
         "bearer " + jwt() + "=",
@@ -63,14 +61,60 @@ struct ProviderTokenTests {
         #expect(ProviderToken.parse(authorization: authorization) == nil)
     }
 
+    static func token(iat literal: String) -> ProviderToken? {
+        ProviderToken.parse(authorization: "bearer " + jwt(claims: #"{"iss":"DEMOTEAM01","iat":"# + literal + "}"))
+    }
+
+    /// `iat` as clients sign it: Apple's integer, Python's `time.time()` decimal, Java's exponent
+    /// notation, a string of digits (kalyke, APNSwift before 2026, Apple's sample token).
+    @Test(arguments: [
+        ("1700000000", Int64(1_700_000_000), ProviderToken.IssuedAtForm.integer),
+        ("1795433772.0045", 1_795_433_772, .decimal),
+        ("1795433772.9999999999", 1_795_433_772, .decimal),
+        ("1700000000.0", 1_700_000_000, .decimal),
+        ("1.795433772E9", 1_795_433_772, .decimal),
+        ("1.7954337725e+9", 1_795_433_772, .decimal),
+        ("17954337720000e-4", 1_795_433_772, .decimal),
+        ("0.5", 0, .decimal),
+        ("5e-400", 0, .decimal),
+        ("0", 0, .integer),
+        (#""1795433772""#, 1_795_433_772, .string),
+        (#""0001700000000""#, 1_700_000_000, .string),
+        (#""9223372036854775807""#, Int64.max, .string),
+        ("9223372036854775807", Int64.max, .integer),
+        ("1" + String(repeating: "0", count: 60) + "e-51", 1_000_000_000, .decimal),
+        ("1700000000." + String(repeating: "9", count: 500), 1_700_000_000, .decimal),
+    ])
+    func issuedAtForms(_ literal: String, _ seconds: Int64, _ form: ProviderToken.IssuedAtForm) throws {
+        let token = try #require(Self.token(iat: literal))
+        #expect(token.issuedAt == seconds)
+        #expect(token.issuedAtForm == form)
+    }
+
+    /// Everything else stays InvalidProviderToken, and nothing here traps.
+    @Test(arguments: [
+        #""1e3""#, "-5", "-0.5", "NaN", "Infinity", #""""#, #"" 1700000000""#, #""1700000000 ""#,
+        #""+1700000000""#, #""-1700000000""#, #""1700000000.5""#, "1e400", "9223372036854775808",
+        #""9223372036854775808""#, #""١٧٠٠٠٠٠٠٠٠""#, #""１７００""#,
+        #"""# + String(repeating: "7", count: 500) + #"""#, String(repeating: "7", count: 500),
+        #"{"seconds":1700000000}"#, "[1700000000]", "true", "null",
+        "1" + String(repeating: "0", count: 100_000),
+    ])
+    func rejectsOtherIssuedAtForms(_ literal: String) {
+        #expect(Self.token(iat: literal) == nil)
+    }
+
     @Test func timeChecks() throws {
         let token = try #require(ProviderToken.parse(authorization: "bearer " + Self.jwt()))
         let iat: Int64 = 1_700_000_000
         #expect(token.timeProblem(now: iat) == nil)
         #expect(token.timeProblem(now: iat + 3600) == nil)
         #expect(token.timeProblem(now: iat + 3601) == .expiredProviderToken)
-        #expect(token.timeProblem(now: iat - 60) == nil)
-        #expect(token.timeProblem(now: iat - 61) == .invalidProviderToken)
+        // Apple: "no more than one hour from the current time", in either direction.
+        #expect(token.timeProblem(now: iat - 3600) == nil)
+        #expect(token.timeProblem(now: iat - 3601) == .invalidProviderToken)
+        #expect(ProviderToken.timeProblem(issuedAt: .max, now: iat) == .invalidProviderToken)
+        #expect(ProviderToken.timeProblem(issuedAt: 0, now: iat) == .expiredProviderToken)
     }
 
     @Test func base64URLRoundTrip() {

@@ -141,7 +141,7 @@ let validationRows: [ValidationRow] = [
     ValidationRow("priority 0", .badPriority) { $0.request.priority = "0" },
     ValidationRow("priority 05", .badPriority) { $0.request.priority = "05" },
     ValidationRow("priority empty", .badPriority) { $0.request.priority = "" },
-    ValidationRow("priority 1 for alert", .badPriority) { $0.request.priority = "1" },
+    ValidationRow("priority 1 for alert", nil) { $0.request.priority = "1" },
     ValidationRow("priority 1 for complication", nil) {
         $0.request.priority = "1"
         $0.request.pushType = "complication"
@@ -155,6 +155,21 @@ let validationRows: [ValidationRow] = [
         $0.request.pushType = "background"
         $0.request.priority = "5"
         $0.setBody(#"{"aps":{"content-available":1}}"#)
+    },
+    ValidationRow("background priority 1", .badPriority) {
+        $0.request.pushType = "background"
+        $0.request.priority = "1"
+        $0.setBody(#"{"aps":{"content-available":1}}"#)
+    },
+    ValidationRow("liveactivity priority 1", .badPriority) {
+        $0.request.priority = "1"
+        $0.request.pushType = "liveactivity"
+        $0.request.topic = "com.example.app.push-type.liveactivity"
+    },
+    ValidationRow("liveactivity priority 5", nil) {
+        $0.request.priority = "5"
+        $0.request.pushType = "liveactivity"
+        $0.request.topic = "com.example.app.push-type.liveactivity"
     },
     ValidationRow("background without priority", nil) {
         $0.request.pushType = "background"

@@ -44,7 +44,7 @@ struct AdminAPITests {
             #expect(record.injected == false)
             #expect(record.lint.isEmpty)
             // Curl.send signs with the demo key by default.
-            #expect(record.auth == AuthSummary(method: .token, teamId: "DEMOTEAM01", keyId: "DEMOKEY001"))
+            #expect(record.auth == AuthSummary(method: .token, teamId: "DEMOTEAM01", keyId: "DEMOKEY001", iatForm: .integer))
             #expect(record.streamId == 1)
             #expect(record.headers["apns-topic"] == "com.example.app")
             #expect(record.headers[":method"] == "POST")

@@ -59,6 +59,11 @@ struct AuthenticationTests {
         return try ProviderTokenSigner.token(keyPEM: pem, teamID: team, keyID: keyID, issuedAt: iat)
     }
 
+    /// A demo-key token whose `iat` is written as `literal` (as some clients sign it).
+    static func token(iatLiteral literal: String) throws -> String {
+        try ProviderTokenSigner.token(keyPEM: demoPEM(), teamID: "DEMOTEAM01", keyID: "DEMOKEY001", iatLiteral: literal)
+    }
+
     static func base64URL(_ text: String) -> String {
         Data(text.utf8).base64EncodedString()
             .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
@@ -88,7 +93,14 @@ struct AuthenticationTests {
             return "bearer " + base64URL(#"{"alg":"HS256","kid":"DEMOKEY001"}"#) + "." + valid[1] + "." + valid[2]
         }, status: 403, reason: "InvalidProviderToken"),
         TokenCase(name: "iat an hour and more ago", authorization: { "bearer " + (try token(iat: now - 3700)) }, status: 403, reason: "ExpiredProviderToken"),
-        TokenCase(name: "iat five minutes ahead", authorization: { "bearer " + (try token(iat: now + 300)) }, status: 403, reason: "InvalidProviderToken"),
+        TokenCase(name: "iat five minutes ahead (clock skew)", authorization: { "bearer " + (try token(iat: now + 300)) }, status: 200),
+        TokenCase(name: "iat more than an hour ahead", authorization: { "bearer " + (try token(iat: now + 3700)) }, status: 403, reason: "InvalidProviderToken"),
+        TokenCase(name: "iat a decimal (apns2, pyapns-client)", authorization: { "bearer " + (try token(iatLiteral: "\(now).0045")) }, status: 200),
+        TokenCase(name: "iat a string of digits (kalyke)", authorization: { "bearer " + (try token(iatLiteral: "\"\(now)\"")) }, status: 200),
+        TokenCase(name: "iat a string in exponent form", authorization: { "bearer " + (try token(iatLiteral: #""1e3""#)) }, status: 403, reason: "InvalidProviderToken"),
+        TokenCase(name: "iat negative", authorization: { "bearer " + (try token(iatLiteral: "-5")) }, status: 403, reason: "InvalidProviderToken"),
+        TokenCase(name: "iat out of range", authorization: { "bearer " + (try token(iatLiteral: "1e400")) }, status: 403, reason: "InvalidProviderToken"),
+        TokenCase(name: "iat an object", authorization: { "bearer " + (try token(iatLiteral: #"{"s":1}"#)) }, status: 403, reason: "InvalidProviderToken"),
         TokenCase(name: "production-only key in sandbox", authorization: { "bearer " + (try token(keyID: "PRODONLY01", signedWith: "PRODONLY01")) }, status: 403, reason: "BadEnvironmentKeyIdInToken"),
         TokenCase(name: "key limited to another app", authorization: { "bearer " + (try token(keyID: "SECONDAPP1", signedWith: "SECONDAPP1")) }, status: 400, reason: "TopicDisallowed"),
         TokenCase(name: "key limited to this app", authorization: { "bearer " + (try token(keyID: "SECONDAPP1", signedWith: "SECONDAPP1")) }, topic: "com.example.second", status: 200),
@@ -144,6 +156,56 @@ struct AuthenticationTests {
             #expect(exchanges.map(\.status) == [200, 429, 200])
             #expect(exchanges.map(\.reason) == [nil, "TooManyProviderTokenUpdates", nil])
             #expect(exchanges.map(\.newConnection) == [true, false, false])
+        }
+    }
+
+    /// A client told ExpiredProviderToken signs a new token and retries on the same connection at
+    /// once (aioapns, node-apn, sideshow/apns2 do): that is not TooManyProviderTokenUpdates.
+    @Test func newTokenAfterExpiredProviderTokenIsAccepted() async throws {
+        try await MockHarness.withRunningMock(configure: Self.configure) { mock in
+            try await mock.admin.addFault(json: #"{"respond":{"reason":"ExpiredProviderToken"},"times":1}"#).expect([201])
+            let first = "bearer " + (try Self.token(iat: Self.now - 20))
+            let second = "bearer " + (try Self.token(iat: Self.now - 10))
+            let exchanges = try await Curl.sequence(
+                url: "\(mock.baseURL)/3/device/\(Self.deviceToken)", caPath: mock.caPath, requests: [
+                    ["authorization": first, "apns-topic": "com.example.app"],
+                    ["authorization": second, "apns-topic": "com.example.app"],
+                ])
+            #expect(exchanges.map(\.status) == [403, 200])
+            #expect(exchanges.map(\.reason) == ["ExpiredProviderToken", nil])
+            #expect(exchanges.map(\.newConnection) == [true, false])
+        }
+    }
+
+    /// Accepted non-integer `iat` forms show on the record: `auth.iatForm` and a finding.
+    @Test func decimalIssuedAtIsAcceptedAndNotedOnTheRecord() async throws {
+        try await MockHarness.withRunningMock(configure: Self.configure) { mock in
+            let response = try await Curl.send(
+                url: "\(mock.baseURL)/3/device/\(Self.deviceToken)", caPath: mock.caPath,
+                authorization: "bearer " + (try Self.token(iatLiteral: "\(Self.now).25")))
+            #expect(response.status == 200)
+            let record = try #require(try await mock.admin.notifications().notifications.first)
+            #expect(record.auth == AuthSummary(method: .token, teamId: "DEMOTEAM01", keyId: "DEMOKEY001", iatForm: .decimal))
+            #expect(record.lint.map(\.code) == ["iat-not-integer"])
+        }
+    }
+
+    @Test func strictProviderTokensRefuseNonIntegerIssuedAt() async throws {
+        try await MockHarness.withRunningMock(configure: {
+            Self.configure(&$0)
+            $0.validation.strictProviderTokens = true
+        }) { mock in
+            for literal in ["\(Self.now).25", "\"\(Self.now)\""] {
+                let response = try await Curl.send(
+                    url: "\(mock.baseURL)/3/device/\(Self.deviceToken)", caPath: mock.caPath,
+                    authorization: "bearer " + (try Self.token(iatLiteral: literal)))
+                #expect(response.status == 403)
+                #expect(response.reason == "InvalidProviderToken")
+            }
+            let integer = try await Curl.send(
+                url: "\(mock.baseURL)/3/device/\(Self.deviceToken)", caPath: mock.caPath,
+                authorization: "bearer " + (try Self.token()))
+            #expect(integer.status == 200)
         }
     }
 

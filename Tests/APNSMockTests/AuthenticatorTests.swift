@@ -22,7 +22,7 @@ struct AuthenticatorTests {
         var state = AuthState()
         let first = authenticator.authenticate(authorization: authorization, environment: .sandbox, now: iat + 10, state: &state)
         #expect(first.failure == nil)
-        #expect(first.summary == AuthSummary(method: .token, teamId: "DEMOTEAM01", keyId: "DEMOKEY001"))
+        #expect(first.summary == AuthSummary(method: .token, teamId: "DEMOTEAM01", keyId: "DEMOKEY001", iatForm: .integer))
         #expect(first.allowedTopics == .bundleIDs(["com.example.app"]))
         #expect(state.streamLimitRaisePending)
         #expect(state.binding?.token == authorization)
@@ -31,6 +31,64 @@ struct AuthenticatorTests {
         #expect(later.failure == nil)
         let expired = authenticator.authenticate(authorization: authorization, environment: .sandbox, now: iat + 3601, state: &state)
         #expect(expired.failure?.reason == .expiredProviderToken)
+    }
+
+    static func sign(iat literal: String) throws -> String {
+        let material = try MockHarness.sharedCertificates()
+        let pem = try String(contentsOfFile: material.tokenKeyPath(material.tokenKeys[0]), encoding: .utf8)
+        return "bearer " + (try ProviderTokenSigner.token(keyPEM: pem, teamID: "DEMOTEAM01", keyID: "DEMOKEY001", iatLiteral: literal))
+    }
+
+    /// A new token sooner than the update interval is TooManyProviderTokenUpdates, unless the
+    /// current one has expired or the connection was answered ExpiredProviderToken: clients sign a
+    /// new token at once then, on the same connection.
+    @Test func tokenUpdateIsAllowedOnceTheCurrentTokenExpiredOrWasSaidToBe() throws {
+        let authenticator = try Self.authenticator()
+        let iat: Int64 = 1_800_000_000
+        let first = try Self.sign(iat: String(iat)), second = try Self.sign(iat: String(iat + 60))
+        let third = try Self.sign(iat: String(iat + 3700))
+
+        var state = AuthState()
+        #expect(authenticator.authenticate(authorization: first, environment: .sandbox, now: iat, state: &state).failure == nil)
+        let tooSoon = authenticator.authenticate(authorization: second, environment: .sandbox, now: iat + 60, state: &state)
+        #expect(tooSoon.failure?.reason == .tooManyProviderTokenUpdates)
+        #expect(state.binding?.token == first)
+
+        // Answered ExpiredProviderToken (here as a fault would): the next token is welcome.
+        state.noteAnswered(.expiredProviderToken)
+        let refreshed = authenticator.authenticate(authorization: second, environment: .sandbox, now: iat + 61, state: &state)
+        #expect(refreshed.failure == nil)
+        #expect(state.binding?.token == second)
+        #expect(!state.refreshInvited)
+
+        // The current token's own age: past its hour it may be replaced at once.
+        let expired = authenticator.authenticate(authorization: second, environment: .sandbox, now: iat + 3700, state: &state)
+        #expect(expired.failure?.reason == .expiredProviderToken)
+        let replaced = authenticator.authenticate(authorization: third, environment: .sandbox, now: iat + 3700, state: &state)
+        #expect(replaced.failure == nil)
+        #expect(state.binding?.token == third)
+    }
+
+    @Test(arguments: [
+        ("1800000000.25", ProviderToken.IssuedAtForm.decimal),
+        (#""1800000000""#, .string),
+        ("1800000000", .integer),
+    ])
+    func issuedAtFormsAreAcceptedUnlessStrict(_ literal: String, _ form: ProviderToken.IssuedAtForm) throws {
+        let authorization = try Self.sign(iat: literal)
+        var state = AuthState()
+        let result = try Self.authenticator().authenticate(
+            authorization: authorization, environment: .sandbox, now: 1_800_000_010, state: &state)
+        #expect(result.failure == nil)
+        #expect(result.summary.iatForm == form)
+
+        let strict = Authenticator(
+            keys: try TokenKeys.load([MockHarness.demoTeam()]), settings: ValidationSettings(strictProviderTokens: true),
+            tokenUpdateInterval: 1200, fallbackTopics: .bundleIDs(["com.example.app"]), narrowsTopics: true)
+        var strictState = AuthState()
+        let strictResult = strict.authenticate(
+            authorization: authorization, environment: .sandbox, now: 1_800_000_010, state: &strictState)
+        #expect(strictResult.failure?.reason == (form == .integer ? nil : .invalidProviderToken))
     }
 
     @Test func refusedTokenIsVerifiedOnceAndRemembered() throws {

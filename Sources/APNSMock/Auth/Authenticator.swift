@@ -34,6 +34,10 @@ struct AuthState {
     /// Set when the connection's first token is accepted: the connection then announces its full
     /// MAX_CONCURRENT_STREAMS (``APNSConnection`` clears it).
     var streamLimitRaisePending = false
+    /// Set once the connection was answered ExpiredProviderToken (by the token's age or by a fault
+    /// rule): the client is then expected to sign a new token, which is accepted however soon it
+    /// comes (see ``noteAnswered(_:)``).
+    var refreshInvited = false
 
     struct Binding {
         var token: String
@@ -41,11 +45,22 @@ struct AuthState {
         var issuedAt: Int64
         /// When this token was accepted (UNIX seconds), for TooManyProviderTokenUpdates.
         var acceptedAt: Int64
+        /// What the connection's requests record as `auth`: the key's, with the token's `iat` form.
+        var summary: AuthSummary
     }
 
     enum Verdict {
         case invalid
-        case valid(TokenKey, issuedAt: Int64)
+        case valid(TokenKey, issuedAt: Int64, form: ProviderToken.IssuedAtForm)
+    }
+
+    /// Tells the state what the connection was answered: after ExpiredProviderToken the next new
+    /// token is not a TooManyProviderTokenUpdates (clients refresh their token on that reason and
+    /// retry at once, on the same connection).
+    mutating func noteAnswered(_ reason: Reason?) {
+        if reason == .expiredProviderToken, binding != nil {
+            refreshInvited = true
+        }
     }
 }
 
@@ -77,7 +92,8 @@ struct Authenticator: Sendable {
             return refuse(.missingProviderToken, summary: .none)
         }
         if let binding = state.binding, binding.token == authorization {
-            return check(key: binding.key, issuedAt: binding.issuedAt, environment: environment, now: now)
+            return check(
+                key: binding.key, issuedAt: binding.issuedAt, summary: binding.summary, environment: environment, now: now)
         }
         let verdict: AuthState.Verdict
         if let last = state.lastToken, last == authorization {
@@ -87,22 +103,29 @@ struct Authenticator: Sendable {
             state.lastToken = authorization
             state.lastVerdict = verdict
         }
-        guard case .valid(let key, let issuedAt) = verdict else {
+        guard case .valid(let key, let issuedAt, let form) = verdict else {
             return refuse(.invalidProviderToken, summary: AuthSummary(method: .token))
         }
-        let result = check(key: key, issuedAt: issuedAt, environment: environment, now: now)
+        var summary = key.summary
+        summary.iatForm = form
+        let result = check(key: key, issuedAt: issuedAt, summary: summary, environment: environment, now: now)
         guard result.failure == nil else { return result }
         if let binding = state.binding {
             if binding.key.teamID != key.teamID {
-                return refuse(.unrelatedKeyIdInToken, summary: key.summary)
+                return refuse(.unrelatedKeyIdInToken, summary: summary)
             }
-            if now - binding.acceptedAt < tokenUpdateInterval {
-                return refuse(.tooManyProviderTokenUpdates, summary: key.summary)
+            // A client may replace its token once the update interval has passed, at once when its
+            // current token has expired or the connection was told so (``AuthState/refreshInvited``).
+            let currentExpired = ProviderToken.timeProblem(issuedAt: binding.issuedAt, now: now) == .expiredProviderToken
+            if now - binding.acceptedAt < tokenUpdateInterval, !currentExpired, !state.refreshInvited {
+                return refuse(.tooManyProviderTokenUpdates, summary: summary)
             }
         } else {
             state.streamLimitRaisePending = true
         }
-        state.binding = AuthState.Binding(token: authorization, key: key, issuedAt: issuedAt, acceptedAt: now)
+        state.binding = AuthState.Binding(
+            token: authorization, key: key, issuedAt: issuedAt, acceptedAt: now, summary: summary)
+        state.refreshInvited = false
         state.lastToken = nil
         state.lastVerdict = .invalid
         return result
@@ -111,27 +134,27 @@ struct Authenticator: Sendable {
     /// Parses and verifies a token: the only place ES256 runs.
     func verify(_ authorization: String) -> AuthState.Verdict {
         guard let token = ProviderToken.parse(authorization: authorization),
+              !settings.strictProviderTokens || token.issuedAtForm == .integer,
               let key = keys.byID[token.keyID],
               key.teamID == token.issuer,
               ES256.verify(signature: token.signature, message: token.signingInput, with: key.publicKey)
         else { return .invalid }
-        return .valid(key, issuedAt: token.issuedAt)
+        return .valid(key, issuedAt: token.issuedAt, form: token.issuedAtForm)
     }
 
     /// The checks that depend on the request, done for every request, cached token or not.
-    private func check(key: TokenKey, issuedAt: Int64, environment: APNSEnvironment, now: Int64) -> AuthenticationResult {
-        if issuedAt > now + ProviderToken.allowedClockSkew {
-            return refuse(.invalidProviderToken, summary: key.summary)
-        }
-        if now - issuedAt > ProviderToken.lifetime {
-            return refuse(.expiredProviderToken, summary: key.summary)
+    private func check(
+        key: TokenKey, issuedAt: Int64, summary: AuthSummary, environment: APNSEnvironment, now: Int64
+    ) -> AuthenticationResult {
+        if let problem = ProviderToken.timeProblem(issuedAt: issuedAt, now: now) {
+            return refuse(problem, summary: summary)
         }
         guard key.environment.allows(environment) else {
-            return refuse(.badEnvironmentKeyIdInToken, summary: key.summary)
+            return refuse(.badEnvironmentKeyIdInToken, summary: summary)
         }
         return AuthenticationResult(
             failure: nil, allowedTopics: narrowsTopics ? key.allowedTopics : fallbackTopics,
-            certificateTopic: nil, summary: key.summary)
+            certificateTopic: nil, summary: summary)
     }
 
     private func authenticate(

@@ -83,9 +83,15 @@ enum ES256 {
 public enum ProviderTokenSigner {
     /// Signs a provider token with the PEM private key `keyPEM` (an `AuthKey_<KEYID>.p8`).
     public static func token(keyPEM: String, teamID: String, keyID: String, issuedAt: Int) throws -> String {
+        try token(keyPEM: keyPEM, teamID: teamID, keyID: keyID, iatLiteral: String(issuedAt))
+    }
+
+    /// Signs a provider token whose `iat` is written exactly as `iatLiteral` (a JSON value: `1700000000`,
+    /// `1700000000.25`, `"1700000000"`), to reproduce how some clients sign it.
+    public static func token(keyPEM: String, teamID: String, keyID: String, iatLiteral: String) throws -> String {
         let key = try ECKey.privateKey(pem: keyPEM)
         let header = Base64URL.encode(Array(#"{"alg":"ES256","kid":"\#(keyID)"}"#.utf8))
-        let claims = Base64URL.encode(Array(#"{"iss":"\#(teamID)","iat":\#(issuedAt)}"#.utf8))
+        let claims = Base64URL.encode(Array(#"{"iss":"\#(teamID)","iat":\#(iatLiteral)}"#.utf8))
         let signingInput = header + "." + claims
         let signature = try ES256.sign(Array(signingInput.utf8), with: key)
         return signingInput + "." + Base64URL.encode(signature)

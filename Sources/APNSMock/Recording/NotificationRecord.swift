@@ -62,7 +62,7 @@ public struct NotificationRecord: Codable, Sendable, Equatable {
     }
 
     enum AuthKeys: String, CodingKey {
-        case method, teamId, keyId
+        case method, teamId, keyId, iatForm
     }
 
     /// Writes every key, `null` included: the contract shows absent values as `null`, and scripts
@@ -85,6 +85,7 @@ public struct NotificationRecord: Codable, Sendable, Equatable {
         try authFields.encode(auth.method, forKey: .method)
         try authFields.encode(auth.teamId, forKey: .teamId)
         try authFields.encode(auth.keyId, forKey: .keyId)
+        try authFields.encode(auth.iatForm, forKey: .iatForm)
         try c.encode(payload, forKey: .payload)
         try c.encode(payloadEncoding, forKey: .payloadEncoding)
         try c.encode(payloadSize, forKey: .payloadSize)

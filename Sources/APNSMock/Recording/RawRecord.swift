@@ -153,7 +153,10 @@ struct RawRecord: Sendable {
     /// Builds the public record: the expensive parts happen here, at query time.
     func render(validator: Validator) -> NotificationRecord {
         let request = self.request
-        let lint = interpreted?.lint ?? validator.lint(request)
+        var lint = interpreted?.lint ?? validator.lint(request)
+        if let finding = LintFinding.issuedAtForm(auth.iatForm) {
+            lint.append(finding)
+        }
         var headers: [String: String] = [:]
         func put(_ header: KnownHeader, _ value: String?) {
             if let value { headers[header.name] = value }

@@ -34,6 +34,7 @@ extension Responder {
         }
         let status = answer.response?.status
         let rejection = answer.response?.rejection
+        state.auth.noteAnswered(rejection?.reason)
         statistics.count(status: status, rejection: rejection, action: answer.action)
         if records.isEnabled {
             let receivedAt = state.readTime()
