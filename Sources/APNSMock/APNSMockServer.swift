@@ -42,10 +42,11 @@ public struct APNSMockServer: Service {
             privateKeyPath: configuration.privateKeyPath,
             clientCAPath: configuration.clientCAPath)
         let tokenKeys = try TokenKeys.load(configuration.teams)
-        let responder = Responder(configuration: configuration, tokenKeys: tokenKeys, logger: logger)
+        let state = MockState(configuration: configuration)
+        let router = APIRouter(role: .apns, configuration: configuration, tokenKeys: tokenKeys, state: state, logger: logger)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.threads))
         let quiesce = ServerQuiescingHelper(group: group)
-        let connections = ConnectionRegistry()
+        let connections = state.connections
         let configuration = self.configuration
         let logger = self.logger
 
@@ -66,7 +67,7 @@ public struct APNSMockServer: Service {
                     connectionLogger[metadataKey: "connection"] = "\(id)"
                     let connection = try APNSConnection(
                         id: id, tlsContext: tlsContext, settings: configuration.http2,
-                        responder: responder, logger: connectionLogger)
+                        router: router, logger: connectionLogger)
                     let handler = APNSChannelHandler(
                         connection: connection, idleTimeout: configuration.idleTimeout,
                         handshakeTimeout: configuration.handshakeTimeout, logger: connectionLogger,
@@ -91,7 +92,7 @@ public struct APNSMockServer: Service {
         // The admin listener starts once the APNs one is bound, so /healthz never answers 200
         // before requests can be sent.
         let api = AdminAPI(
-            responder: responder, connections: connections, token: configuration.admin.token,
+            state: state, validator: router.device.validator, token: configuration.admin.token,
             apnsIsUp: { [weak listener] in listener?.isServing ?? false })
         do {
             listener.admin = try await AdminServer.start(api: api, settings: configuration.admin, logger: logger)
@@ -101,24 +102,6 @@ public struct APNSMockServer: Service {
         }
         return listener
     }
-}
-
-/// Counts connections and hands out their ids, from any event loop without a lock.
-final class ConnectionRegistry: Sendable {
-    private let nextID = Atomic<UInt64>(0)
-    private let openCount = Atomic<Int>(0)
-
-    func opened() -> UInt64 {
-        openCount.add(1, ordering: .relaxed)
-        return nextID.add(1, ordering: .relaxed).newValue
-    }
-
-    func closed() {
-        openCount.subtract(1, ordering: .relaxed)
-    }
-
-    var open: Int { openCount.load(ordering: .relaxed) }
-    var total: UInt64 { nextID.load(ordering: .relaxed) }
 }
 
 /// A bound, serving APNs listener.

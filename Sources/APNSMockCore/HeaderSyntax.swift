@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// Byte-level readers for the values of APNs request headers.
 ///
 /// Validation runs for every request at hundreds of thousands of requests per second, so each
@@ -73,9 +67,8 @@ public enum HeaderSyntax {
     public static func devicePath(_ path: String) -> DevicePath {
         let prefixLength = devicePathPrefix.utf8CodeUnitCount
         let shape: DevicePath? = path.withUTF8Bytes { bytes in
-            guard bytes.count >= prefixLength,
-                  memoryEqual(bytes.baseAddress, devicePathPrefix.utf8Start, prefixLength) else { return .badPath }
-            let token = UnsafeBufferPointer(rebasing: bytes[prefixLength...])
+            guard bytes.hasPrefix(devicePathPrefix) else { return .badPath }
+            let token = bytes.dropping(prefixLength)
             if token.isEmpty { return .missingToken }
             if token.contains(UInt8(ascii: "/")) { return .badPath }
             return nil
@@ -124,57 +117,4 @@ public enum HeaderSyntax {
 
     /// Longest `apns-collapse-id` in bytes; one more is BadCollapseId.
     public static let maximumCollapseIDLength = 64
-}
-
-extension UInt8 {
-    /// ASCII `0-9`, `a-f`, `A-F`.
-    var isHexDigit: Bool {
-        // Branch-light form of 0-9 / a-f / A-F: runs for every byte of every device token.
-        (self &- UInt8(ascii: "0")) < 10 || ((self | 0x20) &- UInt8(ascii: "a")) < 6
-    }
-
-    /// ASCII `A-F`: a hex digit that needs folding before tokens are compared.
-    var isUppercaseHexLetter: Bool {
-        self >= UInt8(ascii: "A") && self <= UInt8(ascii: "F")
-    }
-}
-
-extension String {
-    /// Runs `body` over the string's UTF-8 bytes. Native strings are contiguous, so this normally
-    /// borrows the storage; anything else is made contiguous in a copy first.
-    func withUTF8Bytes<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
-        if let result = utf8.withContiguousStorageIfAvailable(body) {
-            return result
-        }
-        var copy = self
-        return copy.withUTF8(body)
-    }
-}
-
-/// Whether `count` bytes at `a` and `b` are equal (`a` may be `nil` only when `count` is 0).
-@inline(__always)
-public func memoryEqual(_ a: UnsafePointer<UInt8>?, _ b: UnsafePointer<UInt8>, _ count: Int) -> Bool {
-    guard let a else { return count == 0 }
-    // Header names and most values compared here are short: two overlapping word loads cover
-    // 4...16 bytes without a call; longer runs go to memcmp.
-    let x = UnsafeRawPointer(a), y = UnsafeRawPointer(b)
-    switch count {
-    case 0:
-        return true
-    case 1..<4:
-        for offset in 0..<count where a[offset] != b[offset] {
-            return false
-        }
-        return true
-    case 4...8:
-        return x.loadUnaligned(as: UInt32.self) == y.loadUnaligned(as: UInt32.self)
-            && x.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self)
-                == y.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self)
-    case 9...16:
-        return x.loadUnaligned(as: UInt64.self) == y.loadUnaligned(as: UInt64.self)
-            && x.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
-                == y.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
-    default:
-        return memcmp(x, y, count) == 0
-    }
 }

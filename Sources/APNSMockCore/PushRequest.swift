@@ -1,9 +1,14 @@
-/// The parts of one HTTP/2 request that APNs looks at, as the engine collected them from a stream.
+/// One HTTP/2 request to an APNs endpoint (a device push, a broadcast, a channel-management
+/// request) as the engine collected it from a stream.
 ///
-/// The engine copies header bytes into this value inside nghttp2's header callback (see
-/// ``setHeader(name:value:)``) and appends DATA to ``body``. Values are kept exactly as sent;
-/// interpreting them is the validator's job, so that deciding stays separate from collecting.
+/// The engine copies header bytes into this value inside nghttp2's header callback and appends
+/// DATA to ``body``. Values are kept exactly as sent; interpreting them is the deciding code's job,
+/// so that deciding stays separate from collecting. The fields APNs interprets are described once,
+/// by ``KnownHeader``: each has a stored property here, reached through ``subscript(_:)``, and
+/// everything that walks the headers (reset, memo keys, record shapes, rendering) iterates
+/// `KnownHeader.allCases`.
 public struct PushRequest: Sendable {
+    // One stored property per ``KnownHeader`` case, in its order; ``subscript(_:)`` maps them.
     public var method: String?
     public var scheme: String?
     public var path: String?
@@ -15,6 +20,9 @@ public struct PushRequest: Sendable {
     public var topic: String?
     public var collapseID: String?
     public var pushType: String?
+    public var channelID: String?
+    public var requestID: String?
+
     /// The first header name that arrived more than once (→ DuplicateHeaders), if any.
     public var duplicatedHeader: String?
     /// Every other header, in arrival order, for the record. Bounded by the connection's header
@@ -33,6 +41,45 @@ public struct PushRequest: Sendable {
 
     public init() {}
 
+    /// The value of a known header. Adding a ``KnownHeader`` case makes this switch (and the
+    /// enum's name switch) fail to compile until the header has its property.
+    public subscript(_ header: KnownHeader) -> String? {
+        get {
+            switch header {
+            case .method: method
+            case .scheme: scheme
+            case .path: path
+            case .authority: authority
+            case .authorization: authorization
+            case .apnsID: apnsID
+            case .expiration: expiration
+            case .priority: priority
+            case .topic: topic
+            case .collapseID: collapseID
+            case .pushType: pushType
+            case .channelID: channelID
+            case .requestID: requestID
+            }
+        }
+        set {
+            switch header {
+            case .method: method = newValue
+            case .scheme: scheme = newValue
+            case .path: path = newValue
+            case .authority: authority = newValue
+            case .authorization: authorization = newValue
+            case .apnsID: apnsID = newValue
+            case .expiration: expiration = newValue
+            case .priority: priority = newValue
+            case .topic: topic = newValue
+            case .collapseID: collapseID = newValue
+            case .pushType: pushType = newValue
+            case .channelID: channelID = newValue
+            case .requestID: requestID = newValue
+            }
+        }
+    }
+
     /// Records one header. Known APNs headers go to their field; a second occurrence of a known
     /// header marks the request as carrying duplicate headers.
     public mutating func setHeader(name: String, value: String) {
@@ -48,25 +95,10 @@ public struct PushRequest: Sendable {
     /// Records a header the engine already identified (see ``KnownHeader/init(name:)``), so that
     /// the hot path never builds a String for a header name.
     public mutating func set(_ header: KnownHeader, value: String) {
-        func assign(_ field: inout String?) {
-            if field == nil {
-                field = value
-            } else if duplicatedHeader == nil {
-                duplicatedHeader = header.name
-            }
-        }
-        switch header {
-        case .method: assign(&method)
-        case .scheme: assign(&scheme)
-        case .path: assign(&path)
-        case .authority: assign(&authority)
-        case .authorization: assign(&authorization)
-        case .apnsID: assign(&apnsID)
-        case .expiration: assign(&expiration)
-        case .priority: assign(&priority)
-        case .topic: assign(&topic)
-        case .collapseID: assign(&collapseID)
-        case .pushType: assign(&pushType)
+        if self[header] == nil {
+            self[header] = value
+        } else if duplicatedHeader == nil {
+            duplicatedHeader = header.name
         }
     }
 
@@ -81,20 +113,40 @@ public struct PushRequest: Sendable {
         otherHeaders.append((name, value))
     }
 
+    /// Whether every known header but the `except` ones has the same value in both requests.
+    /// Strings compare by identity first, so values a connection reuses compare in a word.
+    public func hasSameKnownHeaders(as other: PushRequest, except ignored: KnownHeader.Set = []) -> Bool {
+        for header in KnownHeader.allCases where !ignored.contains(header) && self[header] != other[header] {
+            return false
+        }
+        return true
+    }
+
+    /// Whether the ``KnownHeader/perRequest`` headers have the same values in both requests: what
+    /// equal ``RepeatKey``s leave to compare. Written out because it runs for every request of a
+    /// repeating workload; a test holds it to `KnownHeader.perRequest`.
+    @inline(__always)
+    public func hasSamePerRequestHeaders(as other: PushRequest) -> Bool {
+        path == other.path && apnsID == other.apnsID && requestID == other.requestID
+    }
+
+    /// Whether the headers APNs does not interpret are the same, in the same order.
+    public func hasSameOtherHeaders(as other: PushRequest) -> Bool {
+        guard otherHeaders.count == other.otherHeaders.count else { return false }
+        for index in otherHeaders.indices
+        where otherHeaders[index].name != other.otherHeaders[index].name
+            || otherHeaders[index].value != other.otherHeaders[index].value {
+            return false
+        }
+        return true
+    }
+
     /// Empties the request for reuse by the next stream, keeping the storage of ``body`` and
     /// ``otherHeaders`` so that a long-lived connection does not allocate them per request.
     public mutating func reset() {
-        method = nil
-        scheme = nil
-        path = nil
-        authority = nil
-        authorization = nil
-        apnsID = nil
-        expiration = nil
-        priority = nil
-        topic = nil
-        collapseID = nil
-        pushType = nil
+        for header in KnownHeader.allCases {
+            self[header] = nil
+        }
         duplicatedHeader = nil
         otherHeaders.removeAll(keepingCapacity: true)
         body.removeAll(keepingCapacity: true)
@@ -113,8 +165,9 @@ public struct PushRequest: Sendable {
 }
 
 /// Two requests of one connection with equal keys carry the same header values, each the same
-/// String object, with the possible exception of `:path` and `apns-id` (which change per
-/// request in many workloads and are compared on their own).
+/// String object, with the possible exception of the ``KnownHeader/isPerRequest`` ones (`:path`,
+/// `apns-id`, `apns-request-id`), which change per request in many workloads and are compared on
+/// their own.
 ///
 /// The engine keeps a generation per connection that moves whenever a header value it hands out
 /// is not the one it handed out last for that field; a key is that generation at the end of the
@@ -122,23 +175,33 @@ public struct PushRequest: Sendable {
 /// validator's, the recorder's) compare keys instead of every header.
 public struct RepeatKey: Equatable, Sendable {
     public var generation: UInt64
-    public var fields: UInt32
+    /// A bit per field carried: ``KnownHeader`` cases first, then the connection's cached other
+    /// header names (see ``fieldCapacity``).
+    public var fields: UInt64
 
-    public init(generation: UInt64, fields: UInt32) {
+    /// How many distinct fields a key can describe.
+    public static let fieldCapacity = UInt64.bitWidth
+
+    public init(generation: UInt64, fields: UInt64) {
         self.generation = generation
         self.fields = fields
     }
 }
 
 /// The request headers APNs interprets, identified from raw name bytes without building a String.
-public enum KnownHeader: Int, CaseIterable, Sendable {
+///
+/// This is the one list of them: a new header is a new case here (its name below, its property
+/// in ``PushRequest``; the compiler points at both), and the request fields, their reset, the
+/// validation memo's key and the record's shape follow from it.
+public enum KnownHeader: Int, CaseIterable, Sendable, Hashable {
     case method, scheme, path, authority, authorization
     case apnsID, expiration, priority, topic, collapseID, pushType
+    case channelID, requestID
 
     /// The header's name as HTTP/2 carries it (lowercase).
     public var name: String { String(describing: staticName) }
 
-    private var staticName: StaticString {
+    public var staticName: StaticString {
         switch self {
         case .method: ":method"
         case .scheme: ":scheme"
@@ -151,29 +214,74 @@ public enum KnownHeader: Int, CaseIterable, Sendable {
         case .topic: "apns-topic"
         case .collapseID: "apns-collapse-id"
         case .pushType: "apns-push-type"
+        case .channelID: "apns-channel-id"
+        case .requestID: "apns-request-id"
         }
     }
+
+    /// `:method`, `:scheme`, `:path`, `:authority`.
+    public var isPseudoHeader: Bool {
+        staticName.utf8Start.pointee == UInt8(ascii: ":")
+    }
+
+    /// Headers whose value commonly changes from one request to the next (an id, the device token
+    /// in the path): they do not move the connection's repeat generation (``RepeatKey``) and are
+    /// compared on their own.
+    public var isPerRequest: Bool {
+        switch self {
+        case .path, .apnsID, .requestID: true
+        default: false
+        }
+    }
+
+    /// Whether a record keeps the value: everything but the credentials.
+    public var isRecorded: Bool { self != .authorization }
+
+    /// A set of known headers as one word.
+    public struct Set: OptionSet, Sendable {
+        public var rawValue: UInt32
+        public init(rawValue: UInt32) { self.rawValue = rawValue }
+        public init(_ header: KnownHeader) { rawValue = 1 << UInt32(header.rawValue) }
+
+        public func contains(_ header: KnownHeader) -> Bool { rawValue & (1 << UInt32(header.rawValue)) != 0 }
+    }
+
+    /// The known headers that are compared request by request rather than vouched for by a
+    /// ``RepeatKey``.
+    public static let perRequest: Set = allCases.filter(\.isPerRequest).reduce(into: []) { $0.insert(Set($1)) }
 
     /// The known header named by `name` (HTTP/2 names are lowercase; nghttp2 rejects others), or
     /// `nil` for any other header.
     public init?(name: UnsafeRawBufferPointer) {
-        func named(_ candidate: KnownHeader) -> Bool {
-            // Lengths are equal (dispatched below), so only the bytes are compared.
-            memoryEqual(name.baseAddress?.assumingMemoryBound(to: UInt8.self), candidate.staticName.utf8Start, name.count)
+        // Dispatch on length first (a flat table, no hashing, no allocation), then compare the
+        // bytes of at most ``candidatesPerLength`` names of that length.
+        let length = name.count
+        guard length < Self.longestName + 1 else { return nil }
+        let first = length * Self.candidatesPerLength
+        for slot in first..<first + Self.candidatesPerLength {
+            let raw = Self.candidatesByLength[slot]
+            guard raw >= 0 else { return nil }
+            let candidate = KnownHeader(rawValue: Int(raw))!
+            if name.hasSameBytes(as: candidate.staticName) {
+                self = candidate
+                return
+            }
         }
-        // Dispatch on length first: at most three comparisons, no allocation.
-        let match: KnownHeader?
-        switch name.count {
-        case 5: match = named(.path) ? .path : nil
-        case 7: match = named(.method) ? .method : named(.scheme) ? .scheme : named(.apnsID) ? .apnsID : nil
-        case 10: match = named(.authority) ? .authority : named(.topic) ? .topic : nil
-        case 13: match = named(.authorization) ? .authorization : named(.priority) ? .priority : nil
-        case 14: match = named(.pushType) ? .pushType : nil
-        case 15: match = named(.expiration) ? .expiration : nil
-        case 16: match = named(.collapseID) ? .collapseID : nil
-        default: match = nil
-        }
-        guard let match else { return nil }
-        self = match
+        return nil
     }
+
+    private static let longestName = allCases.map(\.staticName.utf8CodeUnitCount).max()!
+    private static let candidatesPerLength = 4
+    /// For each name length, the raw values of the cases of that length, padded with -1.
+    private static let candidatesByLength: [Int8] = {
+        var table = [Int8](repeating: -1, count: (longestName + 1) * candidatesPerLength)
+        for header in allCases {
+            let length = header.staticName.utf8CodeUnitCount
+            var slot = length * candidatesPerLength
+            while table[slot] >= 0 { slot += 1 }
+            precondition(slot < (length + 1) * candidatesPerLength, "raise candidatesPerLength")
+            table[slot] = Int8(header.rawValue)
+        }
+        return table
+    }()
 }

@@ -29,14 +29,7 @@ public enum PushType: String, CaseIterable, Sendable, Codable {
         // Byte comparison against the eleven names: `init(rawValue:)` on a String enum walks a
         // generic string switch, measurable at load-test rates.
         let found: PushType? = headerValue.withUTF8Bytes { bytes in
-            for type in PushType.allCases {
-                let name = type.rawValue
-                if name.utf8.count == bytes.count,
-                   name.utf8.withContiguousStorageIfAvailable({ memoryEqual(bytes.baseAddress, $0.baseAddress!, bytes.count) }) ?? (name == headerValue) {
-                    return type
-                }
-            }
-            return nil
+            PushType.allCases.first { $0.rawValue.hasSameBytes(as: bytes) }
         }
         guard let found else { return nil }
         self = found
@@ -169,13 +162,4 @@ public enum AuthenticationRequirement: String, Sendable, Codable {
 public enum AuthenticationMethod: String, Sendable, Codable {
     case token
     case certificate
-}
-
-extension UnsafeBufferPointer<UInt8> {
-    /// Whether the bytes end with `suffix`.
-    func hasSuffix(_ suffix: StaticString) -> Bool {
-        let count = suffix.utf8CodeUnitCount
-        guard count <= self.count, let base = baseAddress else { return count == 0 }
-        return memoryEqual(base + (self.count - count), suffix.utf8Start, count)
-    }
 }

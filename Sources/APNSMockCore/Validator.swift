@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// What the validator needs to know about a request besides its headers and body: facts the server
 /// learned from the connection and state it keeps (the device registry), handed in so that
 /// validation itself stays pure.
@@ -434,40 +428,31 @@ public struct ValidationMemo: Sendable {
 
     public init() {}
 
-    /// Everything the header steps read. Strings compare by identity first, and the server hands
-    /// in the same String objects when a connection repeats a value, so a match costs a few word
-    /// comparisons.
+    /// Everything the header steps read: the request's known headers (without the body and the
+    /// other headers, whose storage stays the stream's) and the certificate's topic. Strings
+    /// compare by identity first, and the server hands in the same String objects when a
+    /// connection repeats a value, so a match costs a few word comparisons.
     fileprivate struct HeaderKey {
-        var method, path, apnsID, expiration, priority, collapseID, pushType, topic: String?
-        var duplicatedHeader: String?
+        var headers: PushRequest
         var certificateTopic: String?
 
         init(_ request: PushRequest, certificateTopic: String?) {
-            method = request.method
-            path = request.path
-            apnsID = request.apnsID
-            expiration = request.expiration
-            priority = request.priority
-            collapseID = request.collapseID
-            pushType = request.pushType
-            topic = request.topic
-            duplicatedHeader = request.duplicatedHeader
+            headers = request
+            headers.authorization = nil
+            headers.body = []
+            headers.otherHeaders = []
             self.certificateTopic = certificateTopic
-            repeatKey = request.repeatKey
         }
 
-        var repeatKey: RepeatKey?
-
-        /// Compared field by field against the request in place, so that checking costs no copy;
-        /// equal repeat keys vouch for every field but `:path` and `apns-id`.
+        /// Compared against the request in place, so that checking costs no copy; equal repeat
+        /// keys vouch for every header but the per-request ones.
         func matches(_ request: PushRequest, certificateTopic: String?) -> Bool {
-            if let key = request.repeatKey, key == repeatKey {
-                return path == request.path && apnsID == request.apnsID && self.certificateTopic == certificateTopic
+            guard self.certificateTopic == certificateTopic,
+                  headers.duplicatedHeader == request.duplicatedHeader else { return false }
+            if let key = request.repeatKey, key == headers.repeatKey {
+                return request.hasSamePerRequestHeaders(as: headers)
             }
-            return path == request.path && topic == request.topic && pushType == request.pushType
-                && method == request.method && apnsID == request.apnsID && priority == request.priority
-                && expiration == request.expiration && collapseID == request.collapseID
-                && duplicatedHeader == request.duplicatedHeader && self.certificateTopic == certificateTopic
+            return request.hasSameKnownHeaders(as: headers, except: KnownHeader.Set(.authorization))
         }
     }
 
@@ -509,29 +494,10 @@ public struct ValidationMemo: Sendable {
 
     mutating func token(_ text: Substring) -> String {
         // Compared as bytes: Substring == String goes through Unicode-aware comparison.
-        let same = text.utf8.withContiguousStorageIfAvailable { new in
-            lastToken.utf8.withContiguousStorageIfAvailable { old in
-                new.count == old.count && (new.count == 0 || memoryEqual(new.baseAddress, old.baseAddress!, new.count))
-            }
-        }
-        if same == true {
+        if text.withUTF8Bytes(lastToken.hasSameBytes(as:)) {
             return lastToken
         }
         lastToken = String(text)
         return lastToken
-    }
-}
-
-extension Array where Element == UInt8 {
-    /// Byte equality through ``memoryEqual`` (memcmp for long runs); `==` on `[UInt8]` compares
-    /// element by element. The per-connection memos compare every request's payload with the
-    /// previous one's this way.
-    public func hasSameBytes(as other: [UInt8]) -> Bool {
-        withUnsafeBufferPointer { mine in
-            other.withUnsafeBufferPointer { theirs in
-                mine.count == theirs.count
-                    && (mine.count == 0 || memoryEqual(mine.baseAddress, theirs.baseAddress!, mine.count))
-            }
-        }
     }
 }

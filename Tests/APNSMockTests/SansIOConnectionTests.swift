@@ -14,8 +14,11 @@ struct SansIOConnectionTests {
             certificateChainPath: material.serverCertificatePath, privateKeyPath: material.serverKeyPath,
             clientCAPath: material.caPath)
         let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
-        let responder = Responder(validator: Validator(), defaultEnvironment: .sandbox, logger: logger)
-        return try APNSConnection(id: 1, tlsContext: context, settings: HTTP2Settings(), responder: responder, logger: logger)
+        let configuration = ServerConfiguration()
+        let router = APIRouter(
+            role: .apns, configuration: configuration, tokenKeys: .empty, state: MockState(configuration: configuration),
+            logger: logger)
+        return try APNSConnection(id: 1, tlsContext: context, settings: HTTP2Settings(), router: router, logger: logger)
     }
 
     @Test func malformedHandshakeRecordEndsTheConnectionWithAnAlert() throws {

@@ -8,8 +8,9 @@ import NIOCore
 /// listener. Every handler validates all of its input before changing anything, so a 400 leaves
 /// the state as it was.
 struct AdminAPI: Sendable {
-    let responder: Responder
-    let connections: ConnectionRegistry
+    let state: MockState
+    /// Renders records (a rejected record's lint is computed when it is read).
+    let validator: Validator
     let token: String?
     /// Whether the APNs listener is up, for `/healthz`.
     let apnsIsUp: @Sendable () -> Bool
@@ -35,17 +36,17 @@ struct AdminAPI: Sendable {
         router.get("/v1/notifications") { request, _ in api.notifications(request) }
         router.get("/v1/notifications/wait") { request, _ in await api.wait(request) }
         router.delete("/v1/notifications") { _, _ in
-            api.responder.records.removeAll()
+            api.state.records.removeAll()
             return Response(status: .noContent)
         }
         router.get("/v1/stats") { _, _ in
-            Self.json(.ok, api.responder.statistics.snapshot(
-                openConnections: api.connections.open, totalConnections: api.connections.total,
-                records: api.responder.records))
+            Self.json(.ok, api.state.statistics.snapshot(
+                openConnections: api.state.connections.open, totalConnections: api.state.connections.total,
+                records: api.state.records))
         }
         router.get("/metrics") { _, _ in
-            let text = api.responder.statistics.prometheusText(
-                openConnections: api.connections.open, evictions: api.responder.records.evictions)
+            let text = api.state.statistics.prometheusText(
+                openConnections: api.state.connections.open, evictions: api.state.records.evictions)
             return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
                 body: .init(byteBuffer: ByteBuffer(string: text)))
@@ -56,20 +57,18 @@ struct AdminAPI: Sendable {
         router.post("/v1/devices/:token/unregister") { request, context in
             try await api.unregister(request, token: context.parameters.get("token") ?? "")
         }
-        router.get("/v1/faults") { _, _ in Self.json(.ok, FaultList(faults: api.responder.faults.entries.map(FaultView.init))) }
+        router.get("/v1/faults") { _, _ in Self.json(.ok, FaultList(faults: api.state.faults.entries.map(FaultView.init))) }
         router.post("/v1/faults") { request, _ in try await api.addFault(request) }
         router.delete("/v1/faults") { _, _ in
-            api.responder.faults.removeAll()
+            api.state.faults.removeAll()
             return Response(status: .noContent)
         }
         router.delete("/v1/faults/:id") { _, context in
-            api.responder.faults.remove(id: context.parameters.get("id") ?? "")
+            api.state.faults.remove(id: context.parameters.get("id") ?? "")
                 ? Response(status: .noContent) : Self.error(.notFound, "id: no fault rule with this id")
         }
         router.post("/v1/reset") { _, _ in
-            api.responder.records.removeAll()
-            api.responder.devices.update { $0 = api.responder.devices.initial }
-            api.responder.faults.reset()
+            api.state.reset()
             return Response(status: .noContent)
         }
         return router
@@ -135,7 +134,7 @@ struct AdminAPI: Sendable {
         case .failure(let error):
             return Self.error(.badRequest, error.message)
         case .success(let (filter, since, limit, _)):
-            let (records, next) = responder.records.query(since: since, filter: filter, limit: limit)
+            let (records, next) = state.records.query(since: since, filter: filter, limit: limit)
             return Self.json(.ok, page(records, next: next))
         }
     }
@@ -159,7 +158,7 @@ struct AdminAPI: Sendable {
                 }
                 timeout = value
             }
-            let (records, next, complete) = await responder.records.wait(
+            let (records, next, complete) = await state.records.wait(
                 since: since, filter: filter, count: values["limit"] == nil ? count : min(count, limit), timeout: .milliseconds(Int64(timeout * 1000)))
             return Self.json(complete ? .ok : .requestTimeout, page(records, next: next))
         }
@@ -167,8 +166,8 @@ struct AdminAPI: Sendable {
 
     private func page(_ records: [RawRecord], next: UInt64) -> NotificationList {
         NotificationList(
-            notifications: records.map { $0.render(validator: responder.validator) }, next: next,
-            more: next < responder.records.lastSeq)
+            notifications: records.map { $0.render(validator: validator) }, next: next,
+            more: next < state.records.lastSeq)
     }
 
     // MARK: Devices
@@ -197,7 +196,7 @@ struct AdminAPI: Sendable {
     }
 
     func listDevices() -> Response {
-        let registry = responder.devices.current
+        let registry = state.devices.current
         return Self.json(.ok, DeviceList(
             policy: registry.policy.rawValue,
             devices: registry.entries.sorted { $0.token < $1.token }.map(DeviceView.init)))
@@ -211,24 +210,24 @@ struct AdminAPI: Sendable {
         }
         let entry: DeviceEntry
         do {
-            entry = try DeviceEntry.decode(json: body, strictTokens: responder.validator.settings.strictDeviceTokens)
+            entry = try DeviceEntry.decode(json: body, strictTokens: validator.settings.strictDeviceTokens)
         } catch {
             return Self.error(.badRequest, error.description)
         }
-        let replaced = responder.devices.update { $0.register(entry) }
+        let replaced = state.devices.update { $0.register(entry) }
         return Self.json(replaced == nil ? .created : .ok, DeviceView(entry))
     }
 
     func removeDevice(_ token: String) -> Response {
-        let removed = responder.devices.update { $0.remove(token: token) }
+        let removed = state.devices.update { $0.remove(token: token) }
         return removed == nil ? Self.error(.notFound, "token: no device with this token") : Response(status: .noContent)
     }
 
     func unregister(_ request: Request, token: String) async throws -> Response {
-        guard DeviceToken.isWellFormed(token.utf8, strict: responder.validator.settings.strictDeviceTokens) else {
+        guard DeviceToken.isWellFormed(token.utf8, strict: validator.settings.strictDeviceTokens) else {
             return Self.error(.badRequest, "token: \"\(token)\" is not a well-formed device token")
         }
-        var timestamp = Responder.nowMilliseconds()
+        var timestamp = Clock.nowMilliseconds()
         var reason = UnregistrationReason.unregistered
         var collected = request
         let buffer = try await collected.collectBody(upTo: Self.bodyLimit)
@@ -260,7 +259,7 @@ struct AdminAPI: Sendable {
                 }
             }
         }
-        let entry = responder.devices.update { registry -> DeviceEntry? in
+        let entry = state.devices.update { registry -> DeviceEntry? in
             registry.unregister(token: token, at: timestamp, reason: reason)
             return registry.entry(for: token)
         }
@@ -333,7 +332,7 @@ struct AdminAPI: Sendable {
                 return Self.error(.badRequest, "\(path): \(error.problem)")
             }
         }
-        let added = rules.map { FaultView(responder.faults.add($0)) }
+        let added = rules.map { FaultView(state.faults.add($0)) }
         if case .array = body {
             return Self.json(.created, FaultList(faults: added))
         }

@@ -4,10 +4,11 @@ import NIOCore
 
 /// One client connection as a sans-I/O state machine: ciphertext in, ciphertext out.
 ///
-/// It owns the connection's TLS object and, once the handshake completes, its HTTP/2 session.
-/// Nothing here touches a socket or a clock, so tests drive it with bytes alone; the NIO handler
-/// (``APNSChannelHandler``) moves bytes between it and the network, and turns timers and
-/// shutdown into calls.
+/// It owns the connection's TLS object and, once the handshake completes, its HTTP/2 session, and
+/// hands each complete request to the API its listener's ``APIRouter`` picks. Nothing here touches a
+/// socket; the wall clock is read only through ``Clock`` by the APIs. The NIO handler
+/// (``APNSChannelHandler``) moves bytes between it and the network, and turns timers and shutdown
+/// into calls.
 final class APNSConnection {
     enum State {
         case handshaking
@@ -28,45 +29,27 @@ final class APNSConnection {
     let id: UInt64
     private let tls: TLSConnection
     private let settings: HTTP2Settings
-    private let responder: Responder
+    private let router: APIRouter
     private var logger: Logger
-    @exclusivity(unchecked) private(set) var state: State = .handshaking
+    private(set) var state: State = .handshaking
     private(set) var closeCause: CloseCause?
     /// Runs work on the connection's event loop after a delay, then flushes output; set by the
     /// channel handler. Delayed answers (fault `delayMs`) need it; without it they go out at once.
     var schedule: ((_ milliseconds: Int, _ work: @escaping () -> Void) -> Void)?
     /// Set by a `close` fault: the handler drops the TCP connection without flushing.
     private(set) var abortRequested = false
-    @exclusivity(unchecked) private var requestCount = 0
-    @exclusivity(unchecked) private(set) var context: ConnectionContext
-    @exclusivity(unchecked) private var requestState: ConnectionState
+    private var context: ConnectionContext
+    private var requestState: ConnectionState
 
-    // The properties marked @exclusivity(unchecked) are touched for every request, only from the
-    // connection's event loop and never through overlapping accesses, so the runtime check is skipped.
-
-    /// Plaintext from TLS on its way into nghttp2; plaintext from nghttp2 on its way into TLS,
-    /// coalesced so that many small frames become few TLS records.
-    private let plaintextIn: UnsafeMutableRawBufferPointer
-    private let plaintextOut: UnsafeMutableRawBufferPointer
-    @exclusivity(unchecked) private var plaintextOutCount = 0
-    private static let plaintextBufferSize = 16 * 1024
-
-    init(id: UInt64, tlsContext: TLSContext, settings: HTTP2Settings, responder: Responder, logger: Logger) throws {
+    init(id: UInt64, tlsContext: TLSContext, settings: HTTP2Settings, router: APIRouter, logger: Logger) throws {
         self.id = id
         self.tls = try TLSConnection(context: tlsContext)
         self.settings = settings
-        self.responder = responder
+        self.router = router
         self.logger = logger
         self.logger[metadataKey: "connection"] = "\(id)"
         self.context = ConnectionContext(connectionID: id, sniEnvironment: nil)
-        self.requestState = ConnectionState(devices: responder.devices)
-        plaintextIn = .allocate(byteCount: Self.plaintextBufferSize, alignment: 16)
-        plaintextOut = .allocate(byteCount: Self.plaintextBufferSize, alignment: 16)
-    }
-
-    deinit {
-        plaintextIn.deallocate()
-        plaintextOut.deallocate()
+        self.requestState = ConnectionState(devices: router.state.devices)
     }
 
     /// True once the connection has nothing left to do but flush its output and close.
@@ -140,16 +123,19 @@ final class APNSConnection {
 
     private func readPlaintext() {
         while case .open(let session) = state {
-            switch tls.read(into: plaintextIn) {
-            case .bytes(let count):
-                if let error = session.receive(UnsafeRawBufferPointer(rebasing: plaintextIn[..<count])) {
-                    logger.debug("HTTP/2 session error", metadata: ["error": "\(error)"])
-                    // nghttp2 usually queued a GOAWAY explaining the error: send it, then close.
-                    closeCause = .protocolError(error.description)
-                    flushSession(session, budget: .max)
-                    finish(.protocolError(error.description))
-                    return
-                }
+            var sessionError: HTTP2Session.ProtocolError?
+            let result = tls.read { plaintext in sessionError = session.receive(plaintext) }
+            if let sessionError {
+                logger.debug("HTTP/2 session error", metadata: ["error": "\(sessionError)"])
+                // nghttp2 usually queued a GOAWAY explaining the error: send it, then close.
+                closeCause = .protocolError(sessionError.description)
+                flushSession(session, budget: .max)
+                finish(.protocolError(sessionError.description))
+                return
+            }
+            switch result {
+            case .bytes:
+                continue
             case .needsMoreData:
                 return
             case .closed:
@@ -171,7 +157,7 @@ final class APNSConnection {
     func produceOutput(into buffer: inout ByteBuffer, budget: Int) -> Bool {
         if case .open(let session) = state {
             flushSession(session, budget: budget)
-            if !session.wantsRead && !session.wantsWrite {
+            if case .open = state, !session.wantsRead && !session.wantsWrite {
                 finish(.drained)
             }
         }
@@ -185,32 +171,20 @@ final class APNSConnection {
     /// Runs nghttp2's send side into TLS until it has nothing more or `budget` bytes went out.
     private func flushSession(_ session: HTTP2Session, budget: Int) {
         var produced = 0
+        var encrypted = true
         let error = session.send { chunk in
             produced += chunk.count
-            var chunk = chunk
-            while !chunk.isEmpty {
-                let room = Self.plaintextBufferSize - plaintextOutCount
-                if room == 0 {
-                    flushPlaintextOut()
-                    continue
-                }
-                let count = min(room, chunk.count)
-                (plaintextOut.baseAddress! + plaintextOutCount).copyMemory(from: chunk.baseAddress!, byteCount: count)
-                plaintextOutCount += count
-                chunk = UnsafeRawBufferPointer(rebasing: chunk[count...])
-            }
-            return produced < budget
+            encrypted = tls.append(chunk)
+            return encrypted && produced < budget
         }
-        flushPlaintextOut()
+        if encrypted {
+            encrypted = tls.flush()
+        }
         if let error {
             finish(.protocolError(error.description))
+        } else if !encrypted {
+            finish(.protocolError("TLS write failed"))
         }
-    }
-
-    private func flushPlaintextOut() {
-        guard plaintextOutCount > 0 else { return }
-        tls.write(UnsafeRawBufferPointer(rebasing: plaintextOut[..<plaintextOutCount]))
-        plaintextOutCount = 0
     }
 
     // MARK: Ending
@@ -221,7 +195,7 @@ final class APNSConnection {
         switch state {
         case .open(let session):
             logger.debug("sending GOAWAY", metadata: ["reason": "\(reason.rawValue)"])
-            session.submitGoAway(reason: reason)
+            session.submitGoAway(debugData: ErrorBody.bytes(for: reason))
         case .handshaking:
             finish(.drained)
         case .closing:
@@ -252,50 +226,54 @@ final class APNSConnection {
 }
 
 extension APNSConnection: HTTP2SessionDelegate {
-    func session(_ session: HTTP2Session, didReceive stream: StreamState) {
-        // Move the request out of the stream state rather than copying it (a copy retains every
-        // field), and move it back afterwards so its storage is reused by the next stream.
-        let request = stream.takeRequest()
+    func session(_ session: HTTP2Session, didReceive stream: HTTP2Stream) {
+        let streamID = stream.id
+        requestState.requestCount &+= 1
         // The latency histogram locks inside swift-prometheus: observe a sample of requests only.
-        requestCount &+= 1
         let started: ContinuousClock.Instant? =
-            requestCount % RequestStatistics.latencySampleInterval == 1 ? .now : nil
-        let answer = responder.respond(
-            to: request, streamID: stream.streamID, connection: context, state: &requestState)
-        stream.restoreRequest(request)
+            requestState.requestCount % RequestStatistics.latencySampleInterval == 1 ? .now : nil
+        let answer = stream.withRequest { request in
+            switch router.endpoint(for: request.path) {
+            case .devicePush:
+                let verdict = router.device.decide(
+                    request, context: context, state: &requestState, devices: router.state.devices)
+                return router.recorder.conclude(
+                    verdict, request: request, streamID: streamID, context: context, connection: &requestState)
+            }
+        }
         if requestState.auth.streamLimitRaisePending {
-            // The first valid provider token lifts the one-stream limit (apns-behavior.md §1).
+            // The first valid provider token lifts the one-stream limit (docs/authentication.md).
             requestState.auth.streamLimitRaisePending = false
             session.submitMaxConcurrentStreams(settings.maxConcurrentStreams)
         }
         if answer.delayMs == 0 || schedule == nil {
-            carryOut(answer, session: session, stream: stream, streamID: stream.streamID)
-            if let started { responder.statistics.observeLatency(since: started) }
+            carryOut(answer, session: session, stream: stream, id: streamID)
+            if let started { router.state.statistics.observeLatency(since: started) }
         } else {
-            // The stream state may be recycled for another stream before the timer fires; the
-            // stream id, unique within the connection, tells.
-            let streamID = stream.streamID
+            // The stream may be recycled for another stream before the timer fires; its id,
+            // unique within the connection, tells (``HTTP2Stream/awaitsAnswer(id:)``).
             schedule?(answer.delayMs) { [weak self] in
                 guard let self, case .open(let session) = self.state else { return }
-                self.carryOut(answer, session: session, stream: stream, streamID: streamID)
-                if let started { self.responder.statistics.observeLatency(since: started) }
+                self.carryOut(answer, session: session, stream: stream, id: streamID)
+                if let started { self.router.state.statistics.observeLatency(since: started) }
             }
         }
     }
 
-    private func carryOut(_ answer: Answer, session: HTTP2Session, stream: StreamState, streamID: Int32) {
-        guard stream.streamID == streamID else { return }
+    private func carryOut(_ answer: Answer, session: HTTP2Session, stream: HTTP2Stream, id: Int32) {
+        guard stream.awaitsAnswer(id: id) else { return }
         switch answer.action {
         case nil:
             if let response = answer.response {
-                session.submit(response, for: stream)
+                session.submit(response, on: stream, id: id)
             }
-        case .reset?:
-            session.reset(streamID: streamID)
-        case .goaway?:
+        case .resetStream?:
+            session.reset(stream, id: id, code: .internalError)
+        case .goAway(let debugData)?:
             // The request that triggered it is refused, so a client knows it may retry it.
-            session.reset(streamID: streamID, errorCode: 7)  // REFUSED_STREAM
-            beginGracefulClose(reason: answer.goAwayReason)
+            session.reset(stream, id: id, code: .refusedStream)
+            logger.debug("sending GOAWAY (fault)")
+            session.submitGoAway(debugData: debugData)
         case .close?:
             abortRequested = true
             finish(.drained)

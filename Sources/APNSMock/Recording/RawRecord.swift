@@ -16,17 +16,20 @@ final class RequestShape: Sendable {
     let auth: AuthSummary
     let connectionID: UInt64
 
+    /// Kept per record rather than in the shape.
+    static let perRecord: KnownHeader.Set = [KnownHeader.Set(.path), KnownHeader.Set(.apnsID)]
+
     init(
-        _ request: PushRequest, accepted: AcceptedPush?, environment: APNSEnvironment, auth: AuthSummary,
+        _ request: consuming PushRequest, accepted: AcceptedPush?, environment: APNSEnvironment, auth: AuthSummary,
         connectionID: UInt64
     ) {
         var kept = request
-        kept.authorization = nil
-        kept.path = nil
-        kept.apnsID = nil
+        for header in KnownHeader.allCases where !header.isRecorded || Self.perRecord.contains(header) {
+            kept[header] = nil
+        }
         // Fresh storage: sharing the stream's buffers would make its next request copy them.
-        kept.body = request.body.withUnsafeBufferPointer { [UInt8]($0) }
-        kept.otherHeaders = request.otherHeaders.map { $0 }
+        kept.body = kept.body.withUnsafeBufferPointer { [UInt8]($0) }
+        kept.otherHeaders = kept.otherHeaders.map { $0 }
         self.request = kept
         self.interpreted = accepted.map {
             RawRecord.Interpreted(
@@ -38,30 +41,22 @@ final class RequestShape: Sendable {
     }
 
     /// Whether a record of `request` can share this shape. Equal repeat keys vouch for the headers
-    /// (the session hands out the same String objects); without one, Strings a connection repeats
-    /// still compare by identity first. The interpreted values and `auth` are functions of the
-    /// headers (`authorization` among them) and body, given the connection.
-    func matches(_ request: PushRequest, accepted: Bool, environment: APNSEnvironment, auth: AuthSummary) -> Bool {
+    /// but the per-request ones (the session hands out the same String objects), of which the shape
+    /// keeps `apns-request-id`; without a key, Strings a connection repeats still compare by
+    /// identity first. The interpreted values and `auth` are functions of the headers
+    /// (`authorization` among them) and body, given the connection.
+    func matches(_ request: borrowing PushRequest, accepted: Bool, environment: APNSEnvironment, auth: AuthSummary) -> Bool {
         let kept = self.request
         guard accepted == (interpreted != nil), environment == self.environment,
               request.bodyLength == kept.bodyLength, request.body.hasSameBytes(as: kept.body)
         else { return false }
         if let key = request.repeatKey, key == kept.repeatKey {
-            return true
+            return request.requestID == kept.requestID
         }
-        return request.topic == kept.topic && request.pushType == kept.pushType
-            && request.method == kept.method && request.scheme == kept.scheme && request.authority == kept.authority
-            && request.priority == kept.priority && request.expiration == kept.expiration
-            && request.collapseID == kept.collapseID && request.duplicatedHeader == kept.duplicatedHeader
-            && Self.sameHeaders(request.otherHeaders, kept.otherHeaders) && auth == self.auth
-    }
-
-    private static func sameHeaders(_ a: [(name: String, value: String)], _ b: [(name: String, value: String)]) -> Bool {
-        guard a.count == b.count else { return false }
-        for index in a.indices where a[index].name != b[index].name || a[index].value != b[index].value {
-            return false
-        }
-        return true
+        var ignored = Self.perRecord
+        ignored.insert(KnownHeader.Set(.authorization))
+        return request.hasSameKnownHeaders(as: kept, except: ignored) && request.duplicatedHeader == kept.duplicatedHeader
+            && request.hasSameOtherHeaders(as: kept) && auth == self.auth
     }
 }
 
@@ -158,19 +153,9 @@ struct RawRecord: Sendable {
             lint.append(finding)
         }
         var headers: [String: String] = [:]
-        func put(_ header: KnownHeader, _ value: String?) {
-            if let value { headers[header.name] = value }
+        for header in KnownHeader.allCases where header.isRecorded {
+            if let value = request[header] { headers[header.name] = value }
         }
-        put(.method, request.method)
-        put(.scheme, request.scheme)
-        put(.path, request.path)
-        put(.authority, request.authority)
-        put(.apnsID, request.apnsID)
-        put(.expiration, request.expiration)
-        put(.priority, request.priority)
-        put(.topic, request.topic)
-        put(.collapseID, request.collapseID)
-        put(.pushType, request.pushType)
         for (name, value) in request.otherHeaders {
             headers[name] = value
         }

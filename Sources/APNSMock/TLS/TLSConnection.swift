@@ -30,6 +30,14 @@ final class TLSConnection {
     private let networkOut: OpaquePointer
     private(set) var isHandshakeComplete = false
 
+    /// Plaintext from `SSL_read` on its way to the caller, and plaintext from the caller coalesced
+    /// here so that many small HTTP/2 frames become few TLS records (one `SSL_write` per 16 KiB).
+    private let plaintextIn: UnsafeMutableRawBufferPointer
+    private let plaintextOut: UnsafeMutableRawBufferPointer
+    @exclusivity(unchecked) private var plaintextOutCount = 0
+    /// The largest TLS record's plaintext.
+    static let recordSize = 16 * 1024
+
     init(context: TLSContext) throws {
         OpenSSLError.clearQueue()
         guard let ssl = SSL_new(context.pointer) else {
@@ -46,10 +54,14 @@ final class TLSConnection {
         self.ssl = ssl
         self.networkIn = networkIn
         self.networkOut = networkOut
+        plaintextIn = .allocate(byteCount: Self.recordSize, alignment: 16)
+        plaintextOut = .allocate(byteCount: Self.recordSize, alignment: 16)
     }
 
     deinit {
         SSL_free(ssl)
+        plaintextIn.deallocate()
+        plaintextOut.deallocate()
     }
 
     /// Hands ciphertext received from the peer to OpenSSL.
@@ -74,11 +86,13 @@ final class TLSConnection {
         }
     }
 
-    /// Decrypts as much application data as is available into `buffer`.
-    func read(into buffer: UnsafeMutableRawBufferPointer) -> ReadResult {
+    /// Decrypts the next run of application data (at most a record) and hands it to `body`, valid
+    /// only during the call. `.bytes` says how many; call again until it says otherwise.
+    func read(_ body: (UnsafeRawBufferPointer) -> Void) -> ReadResult {
         OpenSSLError.clearQueue()
-        let rc = SSL_read(ssl, buffer.baseAddress, Int32(buffer.count))
+        let rc = SSL_read(ssl, plaintextIn.baseAddress, Int32(plaintextIn.count))
         if rc > 0 {
+            body(UnsafeRawBufferPointer(rebasing: plaintextIn[..<Int(rc)]))
             return .bytes(Int(rc))
         }
         switch SSL_get_error(ssl, rc) {
@@ -91,10 +105,35 @@ final class TLSConnection {
         }
     }
 
+    /// Queues plaintext for encryption, coalescing it with what is already queued; a full record
+    /// is encrypted at once. Returns false when encrypting failed (the connection is broken).
+    func append(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var chunk = bytes
+        while !chunk.isEmpty {
+            let room = plaintextOut.count - plaintextOutCount
+            if room == 0 {
+                guard flush() else { return false }
+                continue
+            }
+            let count = min(room, chunk.count)
+            (plaintextOut.baseAddress! + plaintextOutCount).copyMemory(from: chunk.baseAddress!, byteCount: count)
+            plaintextOutCount += count
+            chunk = UnsafeRawBufferPointer(rebasing: chunk[count...])
+        }
+        return true
+    }
+
+    /// Encrypts whatever plaintext is queued. Returns false when encrypting failed.
+    func flush() -> Bool {
+        guard plaintextOutCount > 0 else { return true }
+        let written = write(UnsafeRawBufferPointer(rebasing: plaintextOut[..<plaintextOutCount]))
+        plaintextOutCount = 0
+        return written
+    }
+
     /// Encrypts `bytes`. The output BIO is memory, so the whole write always succeeds unless the
     /// connection is already broken.
-    @discardableResult
-    func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    private func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return true }
         OpenSSLError.clearQueue()
         var offset = 0

@@ -1,0 +1,61 @@
+import APNSMockCore
+
+/// The answer to one device push (or broadcast), in APNs' terms, before it becomes an
+/// ``HTTP2Response``.
+///
+/// A success carries the `apns-id` (and in the sandbox an `apns-unique-id`); an error carries the
+/// ``Rejection`` its JSON body is built from, never a hand-made body.
+struct APNSResponse: Sendable {
+    enum RequestID: Sendable, Equatable {
+        /// The client's own `apns-id`, echoed byte for byte (clients such as aioapns match
+        /// responses to requests by it).
+        case echoed(String)
+        /// Generated because the request had none (or an invalid one): an uppercase UUID.
+        case generated(UUIDValue)
+
+        var text: String {
+            switch self {
+            case .echoed(let text): text
+            case .generated(let value): value.text(uppercase: true)
+            }
+        }
+
+        var headerValue: HTTP2Response.Value {
+            switch self {
+            case .echoed(let text): .text(text)
+            case .generated(let value): .uuid(value, uppercase: true)
+            }
+        }
+    }
+
+    var status: Int
+    var apnsID: RequestID
+    var uniqueID: UUIDValue?
+    var rejection: Rejection?
+
+    static func accepted(apnsID: RequestID, uniqueID: UUIDValue?) -> APNSResponse {
+        APNSResponse(status: 200, apnsID: apnsID, uniqueID: uniqueID, rejection: nil)
+    }
+
+    static func rejected(_ rejection: Rejection, apnsID: RequestID) -> APNSResponse {
+        APNSResponse(status: rejection.status, apnsID: apnsID, uniqueID: nil, rejection: rejection)
+    }
+
+    /// The `apns-id` header value as text (for logs and records).
+    var apnsIDText: String { apnsID.text }
+
+    /// On the wire: `apns-id` always, `apns-unique-id` when there is one, and for an error
+    /// `content-type: application/json` with `{"reason":…}` as the body. Generated ids never
+    /// repeat, so they are not HPACK-indexed.
+    var http2: HTTP2Response {
+        var response = HTTP2Response(status: status, body: rejection.map(ErrorBody.bytes(for:)) ?? [])
+        response.add("apns-id", apnsID.headerValue, indexed: false)
+        if let uniqueID {
+            response.add("apns-unique-id", .uuid(uniqueID, uppercase: false), indexed: false)
+        }
+        if rejection != nil {
+            response.add("content-type", .literal("application/json"))
+        }
+        return response
+    }
+}

@@ -1,0 +1,22 @@
+import APNSMockCore
+
+/// What the connection does with a request once it is decided and recorded: answer it (perhaps
+/// late), or act on the stream or the connection instead because a fault rule said so.
+struct Answer {
+    /// What the connection does besides (or instead of) answering.
+    enum Action: Equatable {
+        /// RST_STREAM(INTERNAL_ERROR) instead of a response.
+        case resetStream
+        /// The request is refused (RST_STREAM REFUSED_STREAM, so the client may retry it) and the
+        /// connection ends with GOAWAY carrying `debugData`.
+        case goAway(debugData: [UInt8])
+        /// The TCP connection is dropped without TLS close_notify or GOAWAY.
+        case close
+    }
+
+    /// `nil` when ``action`` replaces the response.
+    var response: HTTP2Response?
+    var action: Action?
+    /// Answer or act after this many milliseconds, from an event-loop timer.
+    var delayMs: Int = 0
+}

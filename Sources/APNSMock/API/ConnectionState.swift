@@ -1,0 +1,77 @@
+import APNSMockCore
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What a request's connection contributes to deciding it.
+struct ConnectionContext: Sendable {
+    var connectionID: UInt64
+    /// The environment named by the TLS SNI host, if it was one of Apple's.
+    var sniEnvironment: APNSEnvironment?
+}
+
+/// What a connection keeps between its requests so that deciding and recording one needs no
+/// shared state. Never shared between connections, so it needs no lock.
+struct ConnectionState {
+    var random = FastRandom()
+    var devices: DeviceStore.Snapshot
+    var memo = ValidationMemo()
+    /// The shape of the connection's last record, shared by the records that repeat it.
+    var recordShape: RequestShape?
+    /// When the connection's current batch of input was read (see ``readTime()``).
+    var readMilliseconds: Int64?
+    var lastAuthority: String?
+    var lastAuthorityEnvironment: APNSEnvironment?
+    var auth = AuthState()
+    /// Requests this connection has carried.
+    var requestCount = 0
+
+    init(devices: DeviceStore) {
+        self.devices = DeviceStore.Snapshot(devices)
+    }
+
+    /// Wall-clock milliseconds when the bytes being processed were read: taken once per read
+    /// (one clock call for the tens of requests a read usually carries), so a record's
+    /// `receivedAt` is exact to the time it takes to process one read.
+    mutating func readTime() -> Int64 {
+        if let readMilliseconds { return readMilliseconds }
+        let now = Clock.nowMilliseconds()
+        readMilliseconds = now
+        return now
+    }
+
+    /// The environment of one request: the `:authority` the client addressed, else the TLS SNI
+    /// host, else `fallback` (docs/apns.md, "Environments").
+    mutating func environment(
+        of request: borrowing PushRequest, context: ConnectionContext, fallback: APNSEnvironment
+    ) -> APNSEnvironment {
+        if let authority = request.authority {
+            // The same `:authority` arrives on every request of a connection; decide it once.
+            if authority != lastAuthority {
+                lastAuthority = authority
+                lastAuthorityEnvironment = APNSEnvironment(host: authority)
+            }
+            if let environment = lastAuthorityEnvironment {
+                return environment
+            }
+        }
+        return context.sniEnvironment ?? fallback
+    }
+}
+
+/// The wall clock, without Foundation on the request path.
+enum Clock {
+    /// Milliseconds since the epoch: one `clock_gettime`.
+    static func nowMilliseconds() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
+    }
+
+    /// Whole seconds since the epoch.
+    static func nowSeconds() -> Int64 {
+        Int64(time(nil))
+    }
+}

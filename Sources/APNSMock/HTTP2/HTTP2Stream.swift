@@ -1,0 +1,152 @@
+import APNSMockCore
+
+/// One request stream: what it collected, where it is in its life, and the body it answers with.
+///
+/// Instances are recycled by their session's ``StreamPool``, so a long-lived connection does not
+/// allocate a new one, nor new body storage, for every request. Only the session's event loop
+/// touches a stream.
+final class HTTP2Stream {
+    /// Where a stream is in its life. Moves only forward through ``open(id:)``, ``dispatch()``,
+    /// ``respond()`` and ``reset()``, back to `idle` through ``close()``; any other move is a bug in
+    /// the session, not something a client can cause, and stops the process.
+    enum Phase: Equatable {
+        /// In the pool, bound to no stream.
+        case idle
+        /// Its header block and body are arriving.
+        case receiving
+        /// Complete and handed to its API; not answered yet (an answer may come late, or never:
+        /// a fault's delay or `hang`).
+        case dispatched
+        /// Its response was submitted; the body, if any, is going out.
+        case responding
+        /// Reset with RST_STREAM (a malformed request, a limit, an API's choice); whatever else
+        /// arrives for it is dropped.
+        case reset
+    }
+
+    @exclusivity(unchecked) private(set) var phase = Phase.idle
+    /// The HTTP/2 stream identifier while the stream is not idle.
+    @exclusivity(unchecked) private(set) var id: Int32 = 0
+    /// Position in the owning pool's storage.
+    @exclusivity(unchecked) var poolIndex = 0
+
+    // Touched several times per header from nghttp2 callbacks on one event loop, never
+    // concurrently; static exclusivity holds, so the per-access runtime check is skipped.
+    @exclusivity(unchecked) var request = PushRequest()
+    /// Header-list bytes so far, counted as RFC 9113 does (name + value + 32 per field).
+    @exclusivity(unchecked) var headerListSize = 0
+    /// Pseudo-headers and `host` seen so far, and whether a regular field came (RFC 9113 rules).
+    @exclusivity(unchecked) var seen = RequestFieldRules.Seen()
+    /// For the request's ``RepeatKey``: a bit per field carried, and whether the key can vouch for
+    /// the request (not when a field came twice, came in trailers, or was not cached).
+    @exclusivity(unchecked) var repeatFields: UInt64 = 0
+    @exclusivity(unchecked) var repeatable = true
+    /// The `content-length` the request announced.
+    @exclusivity(unchecked) var declaredLength: Int?
+    /// Body being sent by the data provider, and how much of it has gone out.
+    @exclusivity(unchecked) private(set) var responseBody: [UInt8] = []
+    @exclusivity(unchecked) var responseOffset = 0
+
+    /// idle → receiving: binds a recycled instance to a new stream, keeping body capacity.
+    func open(id: Int32) {
+        precondition(phase == .idle, "opening a stream that is \(phase)")
+        phase = .receiving
+        self.id = id
+        request.reset()
+        headerListSize = 0
+        seen = []
+        repeatFields = 0
+        repeatable = true
+        declaredLength = nil
+        responseBody.removeAll(keepingCapacity: true)
+        responseOffset = 0
+    }
+
+    /// receiving → dispatched: the request is complete.
+    func dispatch() {
+        precondition(phase == .receiving, "dispatching a stream that is \(phase)")
+        phase = .dispatched
+    }
+
+    /// dispatched → responding, with the body the data provider sends.
+    func respond(body: [UInt8]) {
+        precondition(phase == .dispatched, "answering a stream that is \(phase)")
+        phase = .responding
+        responseBody = body
+        responseOffset = 0
+    }
+
+    /// receiving, dispatched or responding → reset.
+    func reset() {
+        precondition(phase != .idle, "resetting an idle stream")
+        phase = .reset
+    }
+
+    /// Any → idle: the stream closed; its storage waits for reuse.
+    func close() {
+        phase = .idle
+        id = 0
+        responseBody.removeAll(keepingCapacity: true)
+    }
+
+    /// Runs `body` with the collected request moved out of the stream, then moves it back, so that
+    /// its storage is reused by the next request and deciding reads it without copying (a copy
+    /// would retain every field).
+    func withRequest<R>(_ body: (borrowing PushRequest) -> R) -> R {
+        var taken = PushRequest()
+        swap(&taken, &request)
+        defer { swap(&taken, &request) }
+        return body(taken)
+    }
+
+    /// Whether this instance is bound to stream `id` and waiting for its answer.
+    func awaitsAnswer(id: Int32) -> Bool {
+        phase == .dispatched && self.id == id
+    }
+}
+
+/// Owns every ``HTTP2Stream`` of one session, open or recycled.
+///
+/// nghttp2 keeps an unretained pointer to each open stream as its stream user data, so finding a
+/// stream in a callback is nghttp2's own lookup, with no Swift dictionary on the request path; the
+/// pool's storage is what keeps those streams alive.
+final class StreamPool {
+    @exclusivity(unchecked) private var streams: [HTTP2Stream] = []
+    /// Streams of closed requests, ready for reuse.
+    @exclusivity(unchecked) private var idle: [HTTP2Stream] = []
+    @exclusivity(unchecked) private(set) var openCount = 0
+    /// Enough for the stream concurrency clients commonly run (h2load -m 100, pushy, aioapns); a
+    /// burst beyond it allocates, and the extra streams are freed as they close.
+    static let idleLimit = 256
+
+    /// A stream bound to `id`, recycled when one is idle.
+    func open(id: Int32) -> HTTP2Stream {
+        let stream: HTTP2Stream
+        if let recycled = idle.popLast() {
+            stream = recycled
+        } else {
+            stream = HTTP2Stream()
+            stream.poolIndex = streams.count
+            streams.append(stream)
+        }
+        stream.open(id: id)
+        openCount += 1
+        return stream
+    }
+
+    /// Returns a closed stream to the pool, or frees it past ``idleLimit`` so that a burst of
+    /// streams does not pin memory.
+    func close(_ stream: HTTP2Stream) {
+        stream.close()
+        openCount -= 1
+        if idle.count < Self.idleLimit {
+            idle.append(stream)
+        } else {
+            let last = streams.removeLast()
+            if last !== stream {
+                streams[stream.poolIndex] = last
+                last.poolIndex = stream.poolIndex
+            }
+        }
+    }
+}

@@ -1,0 +1,60 @@
+import APNSMockCore
+import Synchronization
+
+/// Everything about the mock that outlives a connection and that the admin API can read or change:
+/// the device registry, the fault rules, the records, the request counts, the connection counts and
+/// the rate limiter's allowances. Owned by the server; the APNs side reads and records into it, the
+/// admin API manages it, and neither reaches it through the other.
+///
+/// Each part carries its own synchronisation (atomics on the request path, a lock only where a
+/// change must be all-or-nothing); see each type.
+public final class MockState: Sendable {
+    let devices: DeviceStore
+    let faults: FaultStore
+    let records: RecordStore
+    let statistics: RequestStatistics
+    let connections: ConnectionRegistry
+    /// Per device token; `nil` inside when no rate limit is configured, and then never locked.
+    let rateLimiter: Mutex<RateLimiter?>
+    let isRateLimited: Bool
+
+    init(configuration: ServerConfiguration) {
+        devices = DeviceStore(configuration.devices)
+        faults = FaultStore(configuration.faults, seed: configuration.faultSeed)
+        records = RecordStore(capacity: configuration.recordingCapacity)
+        statistics = RequestStatistics()
+        connections = ConnectionRegistry()
+        let limit = configuration.validation.rateLimit
+        rateLimiter = Mutex(limit.map { RateLimiter(limit: $0) })
+        isRateLimited = limit != nil
+    }
+
+    /// Back to the configuration's state (`POST /v1/reset`): records forgotten, devices and faults
+    /// as configured, rate allowances full again, connections counted from 1.
+    func reset() {
+        records.removeAll()
+        devices.update { $0 = devices.initial }
+        faults.reset()
+        rateLimiter.withLock { limiter in
+            if let limit = limiter?.limit { limiter = RateLimiter(limit: limit) }
+        }
+    }
+}
+
+/// Counts connections and hands out their ids, from any event loop without a lock.
+final class ConnectionRegistry: Sendable {
+    private let nextID = Atomic<UInt64>(0)
+    private let openCount = Atomic<Int>(0)
+
+    func opened() -> UInt64 {
+        openCount.add(1, ordering: .relaxed)
+        return nextID.add(1, ordering: .relaxed).newValue
+    }
+
+    func closed() {
+        openCount.subtract(1, ordering: .relaxed)
+    }
+
+    var open: Int { openCount.load(ordering: .relaxed) }
+    var total: UInt64 { nextID.load(ordering: .relaxed) }
+}

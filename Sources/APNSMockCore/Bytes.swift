@@ -1,0 +1,118 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+// Byte helpers: the core's only pointer work. Header values, tokens and payloads are compared and
+// read as UTF-8 bytes on the request path (hundreds of thousands of times a second), so these
+// borrow storage instead of copying and compare with word loads or memcmp instead of element by
+// element. Everything else in the core is safe Swift built on them.
+
+extension UInt8 {
+    /// ASCII `0-9`, `a-f`, `A-F`.
+    var isHexDigit: Bool {
+        // Branch-light form of 0-9 / a-f / A-F: runs for every byte of every device token.
+        (self &- UInt8(ascii: "0")) < 10 || ((self | 0x20) &- UInt8(ascii: "a")) < 6
+    }
+
+    /// ASCII `A-F`: a hex digit that needs folding before tokens are compared.
+    var isUppercaseHexLetter: Bool {
+        self >= UInt8(ascii: "A") && self <= UInt8(ascii: "F")
+    }
+}
+
+extension StringProtocol {
+    /// Runs `body` over the string's UTF-8 bytes. Native strings are contiguous, so this normally
+    /// borrows the storage; anything else is made contiguous in a copy first.
+    func withUTF8Bytes<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+        if let result = utf8.withContiguousStorageIfAvailable(body) {
+            return result
+        }
+        var copy = String(self)
+        return copy.withUTF8(body)
+    }
+}
+
+/// Whether `count` bytes at `a` and `b` are equal (`a` may be `nil` only when `count` is 0).
+@inline(__always)
+public func memoryEqual(_ a: UnsafePointer<UInt8>?, _ b: UnsafePointer<UInt8>, _ count: Int) -> Bool {
+    guard let a else { return count == 0 }
+    // Header names and most values compared here are short: two overlapping word loads cover
+    // 4...16 bytes without a call; longer runs go to memcmp.
+    let x = UnsafeRawPointer(a), y = UnsafeRawPointer(b)
+    switch count {
+    case 0:
+        return true
+    case 1..<4:
+        for offset in 0..<count where a[offset] != b[offset] {
+            return false
+        }
+        return true
+    case 4...8:
+        return x.loadUnaligned(as: UInt32.self) == y.loadUnaligned(as: UInt32.self)
+            && x.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self)
+                == y.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self)
+    case 9...16:
+        return x.loadUnaligned(as: UInt64.self) == y.loadUnaligned(as: UInt64.self)
+            && x.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
+                == y.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
+    default:
+        return memcmp(x, y, count) == 0
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// Byte equality through ``memoryEqual`` (memcmp for long runs); `==` on `[UInt8]` compares
+    /// element by element. The per-connection memos compare every request's payload with the
+    /// previous one's this way.
+    public func hasSameBytes(as other: [UInt8]) -> Bool {
+        withUnsafeBufferPointer { mine in
+            other.withUnsafeBufferPointer { theirs in
+                mine.count == theirs.count
+                    && (mine.count == 0 || memoryEqual(mine.baseAddress, theirs.baseAddress!, mine.count))
+            }
+        }
+    }
+}
+
+extension UnsafeBufferPointer<UInt8> {
+    /// Whether the bytes end with `suffix`.
+    func hasSuffix(_ suffix: StaticString) -> Bool {
+        let count = suffix.utf8CodeUnitCount
+        guard count <= self.count, let base = baseAddress else { return count == 0 }
+        return memoryEqual(base + (self.count - count), suffix.utf8Start, count)
+    }
+}
+
+extension UnsafeRawBufferPointer {
+    /// Whether the bytes are exactly `text`'s.
+    @inline(__always)
+    public func hasSameBytes(as text: StaticString) -> Bool {
+        count == text.utf8CodeUnitCount
+            && memoryEqual(baseAddress?.assumingMemoryBound(to: UInt8.self), text.utf8Start, count)
+    }
+}
+
+extension UnsafeBufferPointer<UInt8> {
+    /// Whether the bytes start with `prefix`.
+    func hasPrefix(_ prefix: StaticString) -> Bool {
+        let count = prefix.utf8CodeUnitCount
+        guard count <= self.count else { return false }
+        return memoryEqual(baseAddress, prefix.utf8Start, count)
+    }
+
+    /// The bytes after the first `count`, borrowed.
+    func dropping(_ count: Int) -> UnsafeBufferPointer<UInt8> {
+        UnsafeBufferPointer(rebasing: self[Swift.min(count, self.count)...])
+    }
+}
+
+extension String {
+    /// Whether the string's UTF-8 is exactly `bytes`.
+    public func hasSameBytes(as bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        utf8.withContiguousStorageIfAvailable { stored in
+            stored.count == bytes.count && memoryEqual(bytes.baseAddress, stored.baseAddress!, stored.count)
+        } ?? false
+    }
+}
