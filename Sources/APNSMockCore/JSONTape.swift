@@ -36,19 +36,9 @@ struct JSONTape {
         self.bytes = bytes
         var tokens: [Token] = []
         tokens.reserveCapacity(bytes.count / 4 + 4)
-        let result: JSONParseError? = bytes.withUnsafeBufferPointer { buffer in
-            var parser = TapeParser(bytes: buffer, tokens: tokens)
-            tokens = []
-            do throws(JSONParseError) {
-                try parser.parseDocument()
-                tokens = parser.tokens
-                return nil
-            } catch {
-                return error
-            }
-        }
-        if let result { throw result }
-        self.tokens = tokens
+        var parser = TapeParser(bytes: bytes, tokens: tokens)
+        try parser.parseDocument()
+        self.tokens = parser.tokens
     }
 
     var root: Int { 0 }
@@ -251,12 +241,12 @@ struct JSONTape {
 
 /// A recursive-descent reader that writes the tape.
 private struct TapeParser {
-    let bytes: UnsafeBufferPointer<UInt8>
+    let bytes: [UInt8]
     var tokens: [JSONTape.Token]
     var position = 0
     var depth = 0
 
-    init(bytes: UnsafeBufferPointer<UInt8>, tokens: [JSONTape.Token]) {
+    init(bytes: [UInt8], tokens: [JSONTape.Token]) {
         self.bytes = bytes
         self.tokens = tokens
     }

@@ -27,7 +27,6 @@ struct CAPNSMockPool {
     nghttp2_mem mem;
     block_header *free_lists[CLASSES];
     size_t free_bytes;
-    long outstanding;
 };
 
 _Static_assert(sizeof(block_header) <= HEADER, "block header must fit in 16 bytes");
@@ -61,7 +60,6 @@ static void *pool_malloc(size_t size, void *user) {
         if (block == NULL) return NULL;
         block->info.size_class = (uint32_t)c;
     }
-    pool->outstanding++;
     return (char *)block + HEADER;
 }
 
@@ -69,7 +67,6 @@ static void pool_free(void *ptr, void *user) {
     if (ptr == NULL) return;
     CAPNSMockPool *pool = user;
     block_header *block = (block_header *)((char *)ptr - HEADER);
-    pool->outstanding--;
     uint32_t c = block->info.size_class;
     if (c == LARGE || pool->free_bytes + class_size(c) > FREE_BYTES_LIMIT) {
         free(block);
@@ -129,4 +126,3 @@ void CAPNSMockPool_destroy(CAPNSMockPool *pool) {
 
 nghttp2_mem *CAPNSMockPool_mem(CAPNSMockPool *pool) { return &pool->mem; }
 
-long CAPNSMockPool_outstanding(const CAPNSMockPool *pool) { return pool->outstanding; }

@@ -31,10 +31,6 @@ void CAPNSMockShims_OPENSSL_free(void *ptr) {
     OPENSSL_free(ptr);
 }
 
-int CAPNSMockShims_SSL_CTX_add_extra_chain_cert(SSL_CTX *ctx, X509 *cert) {
-    return (int)SSL_CTX_add_extra_chain_cert(ctx, cert);
-}
-
 void CAPNSMockShims_SSL_CTX_set_server_options(SSL_CTX *ctx) {
     SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
 }

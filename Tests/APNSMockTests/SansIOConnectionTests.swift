@@ -25,7 +25,7 @@ struct SansIOConnectionTests {
         let connection = try makeConnection()
         // A TLS handshake record whose message is of an unknown type.
         let garbage: [UInt8] = [0x16, 0x03, 0x01, 0x00, 0x05, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]
-        garbage.withUnsafeBytes { connection.receive($0) }
+        connection.receive(ByteBuffer(bytes: garbage))
         #expect(connection.isFinished)
         var output = ByteBuffer()
         connection.produceOutput(into: &output, budget: 1 << 16)
@@ -36,7 +36,7 @@ struct SansIOConnectionTests {
     @Test func partialClientHelloWaitsForMore() throws {
         let connection = try makeConnection()
         let partial: [UInt8] = [0x16, 0x03, 0x01, 0x00, 0x80]
-        partial.withUnsafeBytes { connection.receive($0) }
+        connection.receive(ByteBuffer(bytes: partial))
         #expect(!connection.isFinished)
         #expect(!connection.isHandshakeComplete)
     }

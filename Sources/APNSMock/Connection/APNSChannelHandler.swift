@@ -78,7 +78,7 @@ final class APNSChannelHandler: ChannelDuplexHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let buffer = unwrapInboundIn(data)
         lastActivity = .now()
-        buffer.withUnsafeReadableBytes { connection.receive($0) }
+        connection.receive(buffer)
         writeOutput(context: context)
     }
 

@@ -70,7 +70,7 @@ final class APNSConnection {
 
     /// Processes ciphertext from the client. Responses it triggers are produced by
     /// ``produceOutput(into:budget:)``.
-    func receive(_ bytes: UnsafeRawBufferPointer) {
+    func receive(_ bytes: ByteBuffer) {
         if isFinished { return }
         requestState.readMilliseconds = nil
         tls.receive(bytes)

@@ -28,7 +28,9 @@ final class RequestShape: Sendable {
             kept[header] = nil
         }
         // Fresh storage: sharing the stream's buffers would make its next request copy them.
-        kept.body = kept.body.withUnsafeBufferPointer { [UInt8]($0) }
+        var body: [UInt8] = []
+        body.append(contentsOf: kept.body)
+        kept.body = body
         kept.otherHeaders = kept.otherHeaders.map { $0 }
         self.request = kept
         self.interpreted = accepted.map {

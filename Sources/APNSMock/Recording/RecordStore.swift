@@ -1,3 +1,4 @@
+import APNSMockCore
 import Synchronization
 
 /// The bounded record of every request, written by all event loops and read by the admin API.
@@ -40,45 +41,27 @@ final class RecordStore: Sendable {
         }
     }
 
-    /// A stripe's records in fixed storage, and beside them the `seq` of each (0: empty), so that
-    /// checking a slot reads one word. Allocated whole up front (its pages become resident only as
-    /// records arrive); only ever touched under its stripe's lock.
+    /// A stripe's records in fixed storage, tagged with their `seq` (0: empty), so that checking a
+    /// slot reads one word. Allocated whole up front; only ever touched under its stripe's lock.
     private struct Slots: ~Copyable {
-        private let records: UnsafeMutablePointer<RawRecord>
-        private let seqs: UnsafeMutablePointer<UInt64>
-        private let size: Int
+        private var storage: TaggedSlots<RawRecord>
 
         init(size: Int) {
-            self.size = size
-            records = .allocate(capacity: max(1, size))
-            seqs = .allocate(capacity: max(1, size))
-            seqs.initialize(repeating: 0, count: max(1, size))
-        }
-
-        deinit {
-            for position in 0..<size where seqs[position] != 0 {
-                (records + position).deinitialize(count: 1)
-            }
-            records.deallocate()
-            seqs.deallocate()
+            storage = TaggedSlots(count: size)
         }
 
         /// Builds the record for `seq` at `position` and returns the record it displaces; or, when a
         /// writer `capacity` records later got there first, leaves the slot alone and returns the
         /// built record itself, already evicted.
         mutating func store(seq: UInt64, at position: Int, _ make: @Sendable (UInt64) -> RawRecord) -> RawRecord? {
-            let current = seqs[position]
-            if current > seq {
+            if storage.tag(at: position) > seq {
                 return make(seq)
             }
-            let displaced = current == 0 ? nil : (records + position).move()
-            (records + position).initialize(to: make(seq))
-            seqs[position] = seq
-            return displaced
+            return storage.store(make(seq), tag: seq, at: position)
         }
 
         func record(_ seq: UInt64, at position: Int) -> RawRecord? {
-            seqs[position] == seq ? records[position] : nil
+            storage.element(at: position, taggedAs: seq)
         }
     }
 

@@ -65,10 +65,12 @@ final class TLSConnection {
     }
 
     /// Hands ciphertext received from the peer to OpenSSL.
-    func receive(_ bytes: UnsafeRawBufferPointer) {
-        guard let base = bytes.baseAddress, bytes.count > 0 else { return }
-        // A memory BIO grows as needed and accepts every byte.
-        _ = BIO_write(networkIn, base, Int32(bytes.count))
+    func receive(_ buffer: ByteBuffer) {
+        buffer.withUnsafeReadableBytes { bytes in
+            guard let base = bytes.baseAddress, bytes.count > 0 else { return }
+            // A memory BIO grows as needed and accepts every byte.
+            _ = BIO_write(networkIn, base, Int32(bytes.count))
+        }
     }
 
     func handshake() -> HandshakeResult {

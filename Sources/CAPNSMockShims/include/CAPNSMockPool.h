@@ -16,7 +16,5 @@ CAPNSMockPool *CAPNSMockPool_create(void);
 void CAPNSMockPool_destroy(CAPNSMockPool *pool);
 /// The allocator to pass to nghttp2_session_server_new3; valid as long as the pool.
 nghttp2_mem *CAPNSMockPool_mem(CAPNSMockPool *pool);
-/// Blocks currently handed out (for tests: zero once the session is deleted).
-long CAPNSMockPool_outstanding(const CAPNSMockPool *pool);
 
 #endif

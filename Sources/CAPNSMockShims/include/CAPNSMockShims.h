@@ -17,7 +17,6 @@ long CAPNSMockShims_BIO_set_mem_eof_return(BIO *bio, long value);
 size_t CAPNSMockShims_BIO_pending(BIO *bio);
 long CAPNSMockShims_BIO_get_mem_data(BIO *bio, char **data);
 void CAPNSMockShims_OPENSSL_free(void *ptr);
-int CAPNSMockShims_SSL_CTX_add_extra_chain_cert(SSL_CTX *ctx, X509 *cert);
 /// Server options whose constants are built with SSL_OP_BIT, which Swift cannot import:
 /// no renegotiation, server cipher preference.
 void CAPNSMockShims_SSL_CTX_set_server_options(SSL_CTX *ctx);

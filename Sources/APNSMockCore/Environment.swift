@@ -1,21 +1,3 @@
-/// Header names APNs reads, spelled once. HTTP/2 header names arrive lowercase.
-public enum HeaderName {
-    public static let method = ":method"
-    public static let path = ":path"
-    public static let authority = ":authority"
-    public static let scheme = ":scheme"
-    public static let status = ":status"
-    public static let authorization = "authorization"
-    public static let contentType = "content-type"
-    public static let apnsID = "apns-id"
-    public static let apnsUniqueID = "apns-unique-id"
-    public static let apnsExpiration = "apns-expiration"
-    public static let apnsPriority = "apns-priority"
-    public static let apnsTopic = "apns-topic"
-    public static let apnsCollapseID = "apns-collapse-id"
-    public static let apnsPushType = "apns-push-type"
-}
-
 /// The APNs environment a request is addressed to.
 public enum APNSEnvironment: String, Sendable, Codable, CaseIterable {
     case sandbox

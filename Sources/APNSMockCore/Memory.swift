@@ -4,10 +4,11 @@ import Glibc
 import Darwin
 #endif
 
-// Byte helpers: the core's only pointer work. Header values, tokens and payloads are compared and
-// read as UTF-8 bytes on the request path (hundreds of thousands of times a second), so these
-// borrow storage instead of copying and compare with word loads or memcmp instead of element by
-// element. Everything else in the core is safe Swift built on them.
+// Byte and memory helpers: the only pointer work outside the server's TLS/ and HTTP2/ folders.
+// Header values, tokens and payloads are compared and read as UTF-8 bytes on the request path
+// (hundreds of thousands of times a second), so these borrow storage instead of copying and compare
+// with word loads or memcmp instead of element by element; ``TaggedSlots`` is fixed storage for the
+// record ring. Everything else is safe Swift built on them.
 
 extension UInt8 {
     /// ASCII `0-9`, `a-f`, `A-F`.
@@ -114,5 +115,54 @@ extension String {
         utf8.withContiguousStorageIfAvailable { stored in
             stored.count == bytes.count && memoryEqual(bytes.baseAddress, stored.baseAddress!, stored.count)
         } ?? false
+    }
+}
+
+/// A fixed number of slots allocated whole up front, each empty or holding one element under a
+/// non-zero tag (the record ring tags each record with its `seq`). Storing an element moves it in
+/// and the one it displaces out; nothing grows, nothing is wrapped in an Optional, so a slot costs
+/// the element's size plus a word. The pages of a large instance become resident only as slots
+/// are written.
+///
+/// Not thread-safe: its owner serialises access (the record ring holds each instance in a Mutex).
+public struct TaggedSlots<Element>: ~Copyable {
+    private let elements: UnsafeMutablePointer<Element>
+    private let tags: UnsafeMutablePointer<UInt64>
+    public let count: Int
+
+    public init(count: Int) {
+        self.count = Swift.max(1, count)
+        elements = .allocate(capacity: self.count)
+        tags = .allocate(capacity: self.count)
+        tags.initialize(repeating: 0, count: self.count)
+    }
+
+    deinit {
+        for position in 0..<count where tags[position] != 0 {
+            (elements + position).deinitialize(count: 1)
+        }
+        elements.deallocate()
+        tags.deallocate()
+    }
+
+    /// The tag of the slot at `position`; 0 when it is empty.
+    public func tag(at position: Int) -> UInt64 {
+        precondition(position >= 0 && position < count)
+        return tags[position]
+    }
+
+    /// The element at `position` if its tag is `tag`.
+    public func element(at position: Int, taggedAs tag: UInt64) -> Element? {
+        precondition(position >= 0 && position < count)
+        return tag != 0 && tags[position] == tag ? elements[position] : nil
+    }
+
+    /// Stores `element` under `tag` (non-zero) at `position` and returns the element it displaces.
+    public mutating func store(_ element: consuming Element, tag: UInt64, at position: Int) -> Element? {
+        precondition(position >= 0 && position < count && tag != 0)
+        let displaced = tags[position] == 0 ? nil : (elements + position).move()
+        (elements + position).initialize(to: element)
+        tags[position] = tag
+        return displaced
     }
 }
