@@ -8,7 +8,7 @@ import FoundationNetworking
 /// under test, then ask the mock what it got".
 ///
 /// ```swift
-/// let page = try await mock.admin.wait(NotificationQuery(token: token), count: 1)
+/// let page = try await mock.admin.wait(RecordQuery(token: token), count: 1)
 /// #expect(page.notifications.first?.payload?["aps"]?["alert"] == .string("hi"))
 /// ```
 public struct AdminClient: Sendable {
@@ -22,17 +22,32 @@ public struct AdminClient: Sendable {
     }
 
     /// `GET /v1/notifications`.
-    public func notifications(_ query: NotificationQuery = NotificationQuery()) async throws -> NotificationPage {
-        let response = try await request("GET", "/v1/notifications", query: query.items)
+    public func notifications(_ query: RecordQuery = RecordQuery()) async throws -> NotificationPage {
+        let response = try await request("GET", "/v1/notifications", query: query.parameters)
         return try response.decode(NotificationPage.self, expecting: [200])
+    }
+
+    /// `GET /v1/stats`.
+    public func stats() async throws -> Statistics {
+        try await request("GET", "/v1/stats").decode(Statistics.self)
+    }
+
+    /// `GET /v1/devices`.
+    public func devices() async throws -> DeviceList {
+        try await request("GET", "/v1/devices").decode(DeviceList.self)
+    }
+
+    /// `GET /v1/faults`.
+    public func faults() async throws -> FaultList {
+        try await request("GET", "/v1/faults").decode(FaultList.self)
     }
 
     /// `GET /v1/notifications/wait`. `timedOut` is true when the mock answered 408 (the page then
     /// holds what matched so far).
     public func wait(
-        _ query: NotificationQuery = NotificationQuery(), count: Int = 1, timeout: Double = 5
+        _ query: RecordQuery = RecordQuery(), count: Int = 1, timeout: Double = 5
     ) async throws -> (page: NotificationPage, timedOut: Bool) {
-        let items = query.items + [("count", String(count)), ("timeout", String(timeout))]
+        let items = query.parameters + [("count", String(count)), ("timeout", String(timeout))]
         let response = try await request("GET", "/v1/notifications/wait", query: items)
         let page = try response.decode(NotificationPage.self, expecting: [200, 408])
         return (page, response.status == 408)
@@ -85,60 +100,6 @@ public struct AdminClient: Sendable {
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0
         return AdminResponse(status: status, body: data)
     }
-}
-
-/// Filters of the query API; `nil` fields are left out.
-public struct NotificationQuery: Sendable {
-    public var token: String?
-    public var topic: String?
-    public var pushType: String?
-    public var apnsId: String?
-    public var collapseId: String?
-    /// `accepted` (the server's default), `rejected` or `all`.
-    public var outcome: String?
-    public var reason: String?
-    public var since: UInt64?
-    public var limit: Int?
-
-    public init(
-        token: String? = nil, topic: String? = nil, pushType: String? = nil, apnsId: String? = nil,
-        collapseId: String? = nil, outcome: String? = nil, reason: String? = nil, since: UInt64? = nil,
-        limit: Int? = nil
-    ) {
-        self.token = token
-        self.topic = topic
-        self.pushType = pushType
-        self.apnsId = apnsId
-        self.collapseId = collapseId
-        self.outcome = outcome
-        self.reason = reason
-        self.since = since
-        self.limit = limit
-    }
-
-    var items: [(String, String)] {
-        var items: [(String, String)] = []
-        func add(_ name: String, _ value: String?) { if let value { items.append((name, value)) } }
-        add("token", token)
-        add("topic", topic)
-        add("pushType", pushType)
-        add("apnsId", apnsId)
-        add("collapseId", collapseId)
-        add("outcome", outcome)
-        add("reason", reason)
-        add("since", since.map(String.init))
-        add("limit", limit.map(String.init))
-        return items
-    }
-}
-
-/// `{"notifications":[…],"next":<seq>}`.
-public struct NotificationPage: Codable, Sendable {
-    public var notifications: [NotificationRecord]
-    /// Pass as `since` to get only later records.
-    public var next: UInt64
-    /// Whether records after `next` were not looked at because the page was full.
-    public var more: Bool
 }
 
 /// An admin API answer: status and raw body.

@@ -52,7 +52,7 @@ struct AdminAPITests {
             // Every record up to the cursor was looked at, the rejected one included.
             #expect(page.next == record.seq + 1)
 
-            let rejectedPage = try await mock.admin.notifications(NotificationQuery(outcome: "rejected"))
+            let rejectedPage = try await mock.admin.notifications(RecordQuery(outcome: .rejected))
             let rejectedRecord = try #require(rejectedPage.notifications.first)
             #expect(rejectedPage.notifications.count == 1)
             #expect(rejectedRecord.status == 400)
@@ -60,22 +60,22 @@ struct AdminAPITests {
             #expect(rejectedRecord.token == "zz")
             #expect(rejectedRecord.seq > record.seq)
 
-            let byReason = try await mock.admin.notifications(NotificationQuery(reason: "BadDeviceToken"))
+            let byReason = try await mock.admin.notifications(RecordQuery(reason: "BadDeviceToken"))
             #expect(byReason.notifications.map(\.seq) == [rejectedRecord.seq])
 
-            let all = try await mock.admin.notifications(NotificationQuery(outcome: "all"))
+            let all = try await mock.admin.notifications(RecordQuery(outcome: .all))
             #expect(all.notifications.map(\.seq) == [record.seq, rejectedRecord.seq])
-            let later = try await mock.admin.notifications(NotificationQuery(outcome: "all", since: record.seq))
+            let later = try await mock.admin.notifications(RecordQuery(outcome: .all, since: record.seq))
             #expect(later.notifications.map(\.seq) == [rejectedRecord.seq])
-            let limited = try await mock.admin.notifications(NotificationQuery(outcome: "all", limit: 1))
+            let limited = try await mock.admin.notifications(RecordQuery(outcome: .all, limit: 1))
             #expect(limited.notifications.map(\.seq) == [record.seq])
             #expect(limited.next == record.seq)
-            let byToken = try await mock.admin.notifications(NotificationQuery(token: Self.otherToken, outcome: "all"))
+            let byToken = try await mock.admin.notifications(RecordQuery(token: Self.otherToken, outcome: .all))
             #expect(byToken.notifications.isEmpty)
-            let byApnsID = try await mock.admin.notifications(NotificationQuery(apnsId: record.apnsId.lowercased()))
+            let byApnsID = try await mock.admin.notifications(RecordQuery(apnsId: record.apnsId.lowercased()))
             #expect(byApnsID.notifications.map(\.seq) == [record.seq])
 
-            let stats = try await mock.admin.request("GET", "/v1/stats").decode(Stats.self)
+            let stats = try await mock.admin.stats()
             #expect(stats.requests == 2)
             #expect(stats.accepted == 1)
             #expect(stats.rejected == 1)
@@ -84,7 +84,7 @@ struct AdminAPITests {
             #expect(stats.connections.total == 2)
 
             try await mock.admin.deleteNotifications()
-            let empty = try await mock.admin.notifications(NotificationQuery(outcome: "all"))
+            let empty = try await mock.admin.notifications(RecordQuery(outcome: .all))
             #expect(empty.notifications.isEmpty)
             // The cursor survives a delete: seq keeps counting.
             _ = try await Self.push(mock)
@@ -117,7 +117,7 @@ struct AdminAPITests {
             }
             await client.close()
 
-            let page = try await mock.admin.notifications(NotificationQuery(outcome: "all"))
+            let page = try await mock.admin.notifications(RecordQuery(outcome: .all))
             let records = page.notifications.sorted { $0.streamId < $1.streamId }
             try #require(records.count == requests.count)
             for (record, sent) in zip(records, requests) {
@@ -142,7 +142,7 @@ struct AdminAPITests {
         try await MockHarness.withRunningMock { mock in
             _ = try await Curl.send(
                 url: "\(mock.baseURL)/3/device/\(Self.token)", caPath: mock.caPath, body: Data("not json".utf8))
-            let record = try #require(try await mock.admin.notifications(NotificationQuery(outcome: "all")).notifications.first)
+            let record = try #require(try await mock.admin.notifications(RecordQuery(outcome: .all)).notifications.first)
             #expect(record.payload == .string("not json"))
             #expect(record.payloadEncoding == .text)
             #expect(record.lint.map(\.code).contains("invalid-json"))
@@ -154,7 +154,7 @@ struct AdminAPITests {
             for _ in 0..<3 { _ = try await Self.push(mock) }
             let page = try await mock.admin.notifications()
             #expect(page.notifications.map(\.seq) == [2, 3])
-            let stats = try await mock.admin.request("GET", "/v1/stats").decode(Stats.self)
+            let stats = try await mock.admin.stats()
             #expect(stats.recording.evictions == 1)
             #expect(stats.recording.records == 2)
         }
@@ -166,11 +166,11 @@ struct AdminAPITests {
         try await MockHarness.withRunningMock { mock in
             _ = try await Self.push(mock)
             let last = UInt64.max
-            let page = try await mock.admin.notifications(NotificationQuery(outcome: "all", since: last))
+            let page = try await mock.admin.notifications(RecordQuery(outcome: .all, since: last))
             #expect(page.notifications.isEmpty)
             #expect(page.next == last)
             #expect(page.more == false)
-            let (waited, timedOut) = try await mock.admin.wait(NotificationQuery(since: last), count: 1, timeout: 0.2)
+            let (waited, timedOut) = try await mock.admin.wait(RecordQuery(since: last), count: 1, timeout: 0.2)
             #expect(timedOut)
             #expect(waited.notifications.isEmpty)
             #expect(try await Self.push(mock).status == 200)
@@ -182,10 +182,10 @@ struct AdminAPITests {
     @Test func queriesArePagedWithACursor() async throws {
         try await MockHarness.withRunningMock { mock in
             for _ in 0..<3 { _ = try await Self.push(mock) }
-            let first = try await mock.admin.notifications(NotificationQuery(limit: 2))
+            let first = try await mock.admin.notifications(RecordQuery(limit: 2))
             #expect(first.notifications.map(\.seq) == [1, 2])
             #expect(first.more)
-            let second = try await mock.admin.notifications(NotificationQuery(since: first.next, limit: 2))
+            let second = try await mock.admin.notifications(RecordQuery(since: first.next, limit: 2))
             #expect(second.notifications.map(\.seq) == [3])
             #expect(second.more == false)
         }
@@ -195,11 +195,11 @@ struct AdminAPITests {
 
     @Test func waitAnswersWhenThePushArrives() async throws {
         try await MockHarness.withRunningMock { mock in
-            async let waited = mock.admin.wait(NotificationQuery(token: Self.token), count: 2, timeout: 20)
+            async let waited = mock.admin.wait(RecordQuery(token: Self.token), count: 2, timeout: 20)
             // Several waiters at once, each woken by the append.
             async let others = withThrowingTaskGroup(of: Int.self) { group in
                 for _ in 0..<5 {
-                    group.addTask { try await mock.admin.wait(NotificationQuery(), count: 1, timeout: 20).page.notifications.count }
+                    group.addTask { try await mock.admin.wait(RecordQuery(), count: 1, timeout: 20).page.notifications.count }
                 }
                 return try await group.reduce(0, +)
             }
@@ -217,7 +217,7 @@ struct AdminAPITests {
     @Test func waitTimesOutWith408AndWhatMatched() async throws {
         try await MockHarness.withRunningMock { mock in
             _ = try await Self.push(mock)
-            let (page, timedOut) = try await mock.admin.wait(NotificationQuery(), count: 2, timeout: 0.3)
+            let (page, timedOut) = try await mock.admin.wait(RecordQuery(), count: 2, timeout: 0.3)
             #expect(timedOut)
             #expect(page.notifications.count == 1)
         }
@@ -238,13 +238,13 @@ struct AdminAPITests {
             #expect(response.status == 410)
             #expect(response.error == CurlResponse.ErrorBody(reason: "ExpiredToken", timestamp: 1_700_000_000_000))
 
-            let devices = try await mock.admin.request("GET", "/v1/devices").decode(DeviceList.self)
+            let devices = try await mock.admin.devices()
             #expect(devices.devices.map(\.token) == [Self.token])
             #expect(devices.devices.first?.reason == "ExpiredToken")
 
             try await mock.admin.reset()
-            #expect(try await mock.admin.request("GET", "/v1/devices").decode(DeviceList.self).devices.isEmpty)
-            #expect(try await mock.admin.notifications(NotificationQuery(outcome: "all")).notifications.isEmpty)
+            #expect(try await mock.admin.devices().devices.isEmpty)
+            #expect(try await mock.admin.notifications(RecordQuery(outcome: .all)).notifications.isEmpty)
             #expect(try await Self.push(mock).status == 200)
 
             let removed = try await mock.admin.request("DELETE", "/v1/devices/\(Self.token)")
@@ -288,9 +288,9 @@ struct AdminAPITests {
             #expect(response.status == 400)
             let error = try #require(response.error)
             #expect(error.hasPrefix(field))
-            let faults = try await mock.admin.request("GET", "/v1/faults").decode(FaultList.self)
+            let faults = try await mock.admin.faults()
             #expect(faults.faults.isEmpty)
-            let devices = try await mock.admin.request("GET", "/v1/devices").decode(DeviceList.self)
+            let devices = try await mock.admin.devices()
             #expect(devices.devices.isEmpty)
         }
     }
@@ -328,38 +328,5 @@ struct AdminAPITests {
             samples[String(line[..<space])] = value
         }
         return samples
-    }
-
-    // MARK: Decoding helpers
-
-    struct Stats: Decodable {
-        struct Connections: Decodable { var open: Int; var total: Int }
-        struct Recording: Decodable { var capacity: Int; var records: Int; var evictions: Int; var lastSeq: Int }
-        var requests: Int
-        var accepted: Int
-        var rejected: Int
-        var byStatus: [String: Int]
-        var byReason: [String: Int]
-        var byAction: [String: Int]
-        var connections: Connections
-        var recording: Recording
-    }
-
-    struct DeviceList: Decodable {
-        struct Device: Decodable { var token: String; var topic: String?; var reason: String?; var timestamp: Int64? }
-        var policy: String
-        var devices: [Device]
-    }
-
-    struct FaultList: Decodable {
-        struct Fault: Decodable {
-            struct Respond: Decodable { var status: Int; var reason: String }
-            var id: String
-            var respond: Respond?
-            var action: String?
-            var remaining: Int?
-            var applied: Int
-        }
-        var faults: [Fault]
     }
 }

@@ -23,11 +23,11 @@ struct FaultInjectionTests {
             let second = try await AdminAPITests.push(mock)
             #expect(second.status == 200)
 
-            let records = try await mock.admin.notifications(NotificationQuery(outcome: "all")).notifications
+            let records = try await mock.admin.notifications(RecordQuery(outcome: .all)).notifications
             #expect(records.map(\.status) == [503, 200])
             #expect(records.map(\.injected) == [true, false])
             #expect(records.first?.reason == "ServiceUnavailable")
-            let faults = try await mock.admin.request("GET", "/v1/faults").decode(AdminAPITests.FaultList.self)
+            let faults = try await mock.admin.faults()
             #expect(faults.faults.isEmpty)
         }
     }
@@ -49,7 +49,7 @@ struct FaultInjectionTests {
             try await mock.admin.addFault(json: #"{"match":{"pushType":"voip"},"respond":{"reason":"InternalServerError"}}"#)
             try await mock.admin.addFault(json: #"{"respond":{"reason":"InternalServerError"},"probability":0}"#)
             #expect(try await AdminAPITests.push(mock).status == 200)
-            let faults = try await mock.admin.request("GET", "/v1/faults").decode(AdminAPITests.FaultList.self)
+            let faults = try await mock.admin.faults()
             #expect(faults.faults.map(\.applied) == [0, 0])
             #expect(faults.faults.map(\.id) == ["1", "2"])
             #expect(try await mock.admin.request("DELETE", "/v1/faults/1").status == 204)
@@ -87,7 +87,7 @@ struct FaultInjectionTests {
             let slowDone = clock.now - start
             #expect(slowDone >= .milliseconds(3000))
             #expect(fastDone < slowDone)
-            let record = try #require(try await mock.admin.notifications(NotificationQuery(token: Self.token)).notifications.first)
+            let record = try #require(try await mock.admin.notifications(RecordQuery(token: Self.token)).notifications.first)
             #expect(record.injected)
         }
     }
@@ -102,7 +102,7 @@ struct FaultInjectionTests {
             #expect(reset.stream == 1)
             #expect(reset.rstErrorCode == 2)  // INTERNAL_ERROR
             await client.close()
-            let record = try #require(try await mock.admin.notifications(NotificationQuery(outcome: "all")).notifications.first)
+            let record = try #require(try await mock.admin.notifications(RecordQuery(outcome: .all)).notifications.first)
             #expect(record.action == "reset")
             #expect(record.status == nil)
             #expect(record.injected)

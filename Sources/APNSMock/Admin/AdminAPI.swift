@@ -19,10 +19,6 @@ struct AdminAPI: Sendable {
 
     /// The longest wait a `timeout` may ask for, so a forgotten waiter cannot pin a connection.
     static let maximumWaitSeconds = 300.0
-    /// Records in one answer when the query gives no `limit`, and the most it may ask for: a page
-    /// is rendered whole in memory, so its size is bounded; `next` continues from where it ended.
-    static let defaultPageSize = 1000
-    static let maximumPageSize = 10_000
     /// Admin request bodies are small JSON documents.
     static let bodyLimit = 1 << 20
 
@@ -76,65 +72,27 @@ struct AdminAPI: Sendable {
 
     // MARK: Notifications
 
-    struct NotificationList: Codable {
-        var notifications: [NotificationRecord]
-        var next: UInt64
-        /// Whether records after `next` exist that this answer did not look at (the page was full).
-        var more: Bool
-    }
-
-    private static let filterParameters: Set<String> = [
-        "token", "topic", "pushType", "apnsId", "collapseId", "outcome", "reason", "since", "limit",
-    ]
-
-    /// Parsed query: the filter, the cursor and the limit; or the 400 naming the parameter.
-    private func parseQuery(_ request: Request, extra: Set<String> = []) -> Result<(RecordFilter, since: UInt64, limit: Int, [String: String]), AdminError> {
+    /// The query of a request, or the 400 naming the parameter.
+    private func parseQuery(_ request: Request, extra: Set<String> = []) -> Result<(RecordQuery, [String: String]), AdminError> {
         var values: [String: String] = [:]
         for (key, value) in request.uri.queryParameters {
-            let name = String(key)
-            guard Self.filterParameters.contains(name) || extra.contains(name) else {
-                return .failure(AdminError("\(name): unknown query parameter"))
-            }
             // Hummingbird has already removed the percent-encoding.
-            values[name] = String(value)
+            values[String(key)] = String(value)
         }
-        var filter = RecordFilter(
-            token: values["token"], topic: values["topic"], pushType: values["pushType"], apnsId: values["apnsId"],
-            collapseId: values["collapseId"], reason: values["reason"])
-        if let outcome = values["outcome"] {
-            guard let parsed = RecordFilter.Outcome(rawValue: outcome) else {
-                return .failure(AdminError("outcome: \"\(outcome)\" is not accepted, rejected or all"))
-            }
-            filter.outcome = parsed
+        do {
+            return .success((try RecordQuery(parameters: values, extra: extra), values))
+        } catch {
+            return .failure(AdminError(error.message))
         }
-        if let reason = values["reason"], Reason(rawValue: reason) == nil, reason != EnvironmentKeyReasonSpelling.observed.rawValue {
-            return .failure(AdminError("reason: \"\(reason)\" is not a reason APNs sends"))
-        }
-        if values["reason"] != nil, values["outcome"] == nil {
-            // Asking for a reason implies rejected records.
-            filter.outcome = .all
-        }
-        var since: UInt64 = 0
-        if let text = values["since"] {
-            guard let value = UInt64(text) else { return .failure(AdminError("since: expected a seq (a non-negative integer)")) }
-            since = value
-        }
-        var limit = Self.defaultPageSize
-        if let text = values["limit"] {
-            guard let value = Int(text), (1...Self.maximumPageSize).contains(value) else {
-                return .failure(AdminError("limit: expected an integer from 1 to \(Self.maximumPageSize)"))
-            }
-            limit = value
-        }
-        return .success((filter, since, limit, values))
     }
 
     func notifications(_ request: Request) -> Response {
         switch parseQuery(request) {
         case .failure(let error):
             return Self.error(.badRequest, error.message)
-        case .success(let (filter, since, limit, _)):
-            let (records, next) = state.records.query(since: since, filter: filter, limit: limit)
+        case .success(let (query, _)):
+            let (records, next) = state.records.query(
+                since: query.since ?? 0, filter: query.filter, limit: query.limit ?? RecordQuery.defaultLimit)
             return Self.json(.ok, page(records, next: next))
         }
     }
@@ -143,11 +101,11 @@ struct AdminAPI: Sendable {
         switch parseQuery(request, extra: ["count", "timeout"]) {
         case .failure(let error):
             return Self.error(.badRequest, error.message)
-        case .success(let (filter, since, limit, values)):
+        case .success(let (query, values)):
             var count = 1
             if let text = values["count"] {
-                guard let value = Int(text), (1...Self.maximumPageSize).contains(value) else {
-                    return Self.error(.badRequest, "count: expected an integer from 1 to \(Self.maximumPageSize)")
+                guard let value = Int(text), (1...RecordQuery.maximumLimit).contains(value) else {
+                    return Self.error(.badRequest, "count: expected an integer from 1 to \(RecordQuery.maximumLimit)")
                 }
                 count = value
             }
@@ -159,41 +117,19 @@ struct AdminAPI: Sendable {
                 timeout = value
             }
             let (records, next, complete) = await state.records.wait(
-                since: since, filter: filter, count: values["limit"] == nil ? count : min(count, limit), timeout: .milliseconds(Int64(timeout * 1000)))
+                since: query.since ?? 0, filter: query.filter, count: min(count, query.limit ?? count),
+                timeout: .milliseconds(Int64(timeout * 1000)))
             return Self.json(complete ? .ok : .requestTimeout, page(records, next: next))
         }
     }
 
-    private func page(_ records: [RawRecord], next: UInt64) -> NotificationList {
-        NotificationList(
+    private func page(_ records: [RawRecord], next: UInt64) -> NotificationPage {
+        NotificationPage(
             notifications: records.map { $0.render(validator: validator) }, next: next,
             more: next < state.records.lastSeq)
     }
 
     // MARK: Devices
-
-    struct DeviceView: Codable, Equatable {
-        var token: String
-        var topic: String?
-        var environment: String?
-        var unregisteredAt: String?
-        var timestamp: Int64?
-        var reason: String?
-
-        init(_ entry: DeviceEntry) {
-            token = entry.token
-            topic = entry.topic
-            environment = entry.environment?.rawValue
-            unregisteredAt = entry.unregistration.map { Timestamp.rfc3339(milliseconds: $0.timestamp) }
-            timestamp = entry.unregistration?.timestamp
-            reason = entry.unregistration?.reason.rawValue
-        }
-    }
-
-    struct DeviceList: Codable {
-        var policy: String
-        var devices: [DeviceView]
-    }
 
     func listDevices() -> Response {
         let registry = state.devices.current
@@ -268,48 +204,6 @@ struct AdminAPI: Sendable {
     }
 
     // MARK: Faults
-
-    struct FaultList: Codable {
-        var faults: [FaultView]
-    }
-
-    /// A rule as listed: the rule's own fields (interface.md) plus `id`, `remaining` and `applied`.
-    struct FaultView: Codable, Equatable {
-        struct Match: Codable, Equatable {
-            var token: String?
-            var topic: String?
-            var pushType: String?
-        }
-
-        struct Respond: Codable, Equatable {
-            var status: Int
-            var reason: String
-            var timestamp: Int64?
-        }
-
-        var id: String
-        var match: Match
-        var respond: Respond?
-        var action: String?
-        var delayMs: Int
-        var times: Int?
-        var probability: Double
-        var remaining: Int?
-        var applied: Int
-
-        init(_ entry: FaultStore.Entry) {
-            let rule = entry.rule
-            id = entry.id
-            match = Match(token: rule.match.token, topic: rule.match.topic, pushType: rule.match.pushType?.rawValue)
-            respond = rule.respond.map { Respond(status: $0.status, reason: $0.wireReason, timestamp: $0.timestamp) }
-            action = rule.action?.rawValue
-            delayMs = rule.delayMs
-            times = rule.times
-            probability = rule.probability
-            remaining = entry.remaining
-            applied = entry.applied
-        }
-    }
 
     func addFault(_ request: Request) async throws -> Response {
         let body: JSONValue

@@ -69,33 +69,7 @@ final class RequestStatistics: Sendable {
         counts[index].wrappingIncrement(ordering: .relaxed)
     }
 
-    /// `/v1/stats` body.
-    struct Snapshot: Codable, Sendable, Equatable {
-        var requests: Int
-        var accepted: Int
-        var rejected: Int
-        var byStatus: [String: Int]
-        var byReason: [String: Int]
-        var byAction: [String: Int]
-        var connections: Connections
-        var requestsPerSecond: Double
-        var averageRequestsPerSecond: Double
-        var recording: Recording
-
-        struct Connections: Codable, Sendable, Equatable {
-            var open: Int
-            var total: UInt64
-        }
-
-        struct Recording: Codable, Sendable, Equatable {
-            var capacity: Int
-            var records: Int
-            var evictions: UInt64
-            var lastSeq: UInt64
-        }
-    }
-
-    func snapshot(openConnections: Int, totalConnections: UInt64, records: RecordStore) -> Snapshot {
+    func snapshot(openConnections: Int, totalConnections: UInt64, records: RecordStore) -> Statistics {
         let values = counts.map { $0.load(ordering: .relaxed) }
         var byStatus: [String: Int] = [:]
         var byReason: [String: Int] = [:]
@@ -122,7 +96,7 @@ final class RequestStatistics: Sendable {
             return rate.perSecond
         }
         let lifetime = Self.seconds(now - started)
-        return Snapshot(
+        return Statistics(
             requests: total, accepted: values[0], rejected: total - values[0],
             byStatus: byStatus, byReason: byReason, byAction: byAction,
             connections: .init(open: openConnections, total: totalConnections),

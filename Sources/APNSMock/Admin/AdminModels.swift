@@ -1,0 +1,98 @@
+import APNSMockCore
+
+// The admin API's answers as public Codable types: the server encodes them and APNSMockTesting's
+// client (and every test) decodes the same types, so a shape is declared once.
+
+/// A device of the registry as `/v1/devices` lists it.
+public struct DeviceView: Codable, Sendable, Equatable {
+    public var token: String
+    public var topic: String?
+    public var environment: String?
+    public var unregisteredAt: String?
+    public var timestamp: Int64?
+    public var reason: String?
+
+    init(_ entry: DeviceEntry) {
+        token = entry.token
+        topic = entry.topic
+        environment = entry.environment?.rawValue
+        unregisteredAt = entry.unregistration.map { Timestamp.rfc3339(milliseconds: $0.timestamp) }
+        timestamp = entry.unregistration?.timestamp
+        reason = entry.unregistration?.reason.rawValue
+    }
+}
+
+/// `GET /v1/devices`.
+public struct DeviceList: Codable, Sendable {
+    public var policy: String
+    public var devices: [DeviceView]
+}
+
+/// `GET /v1/faults`, and `POST /v1/faults` with a list.
+public struct FaultList: Codable, Sendable {
+    public var faults: [FaultView]
+}
+
+/// A rule as listed: the rule's own fields (interface.md) plus `id`, `remaining` and `applied`.
+public struct FaultView: Codable, Sendable, Equatable {
+    public struct Match: Codable, Sendable, Equatable {
+        public var token: String?
+        public var topic: String?
+        public var pushType: String?
+    }
+
+    public struct Respond: Codable, Sendable, Equatable {
+        public var status: Int
+        public var reason: String
+        public var timestamp: Int64?
+    }
+
+    public var id: String
+    public var match: Match
+    public var respond: Respond?
+    public var action: String?
+    public var delayMs: Int
+    public var times: Int?
+    public var probability: Double
+    public var remaining: Int?
+    public var applied: Int
+
+    init(_ entry: FaultStore.Entry) {
+        let rule = entry.rule
+        id = entry.id
+        match = Match(token: rule.match.token, topic: rule.match.topic, pushType: rule.match.pushType?.rawValue)
+        respond = rule.respond.map { Respond(status: $0.status, reason: $0.wireReason, timestamp: $0.timestamp) }
+        action = rule.action?.rawValue
+        delayMs = rule.delayMs
+        times = rule.times
+        probability = rule.probability
+        remaining = entry.remaining
+        applied = entry.applied
+    }
+}
+
+/// `/v1/stats` body.
+public struct Statistics: Codable, Sendable, Equatable {
+    public var requests: Int
+    public var accepted: Int
+    public var rejected: Int
+    public var byStatus: [String: Int]
+    public var byReason: [String: Int]
+    public var byAction: [String: Int]
+    public var connections: Connections
+    public var requestsPerSecond: Double
+    public var averageRequestsPerSecond: Double
+    public var recording: Recording
+
+    public struct Connections: Codable, Sendable, Equatable {
+        public var open: Int
+        public var total: UInt64
+    }
+
+    public struct Recording: Codable, Sendable, Equatable {
+        public var capacity: Int
+        public var records: Int
+        public var evictions: UInt64
+        public var lastSeq: UInt64
+    }
+}
