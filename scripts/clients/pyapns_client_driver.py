@@ -1,0 +1,42 @@
+"""Sends pushes through apns-mock with pyapns-client (httpx over HTTP/2), unmodified (see
+driver_common for the interface).
+
+pyapns-client takes a CA file (root_cert_path) but no host: in 'dev' mode it dials
+https://api.development.push.apple.com:443, which the driver resolves to the mock
+(driver_common.redirect_apple_hosts). Token auth only. Errors surface as exceptions carrying the
+status and apns-id; UnregisteredException carries the 410 timestamp. The token's `iat` is
+time.time(), a decimal number. On ExpiredProviderToken (an APNSServerException) it closes the
+connection and retries up to three times on a new one, with the same token (it signs a new one
+only after 45 minutes).
+"""
+import driver_common as common
+from pyapns_client import APNSClient, IOSNotification, IOSPayload, IOSPayloadAlert
+from pyapns_client.exceptions import APNSException, UnregisteredException
+
+
+def main():
+    args = common.parse_arguments(__doc__)
+    common.redirect_apple_hosts(args.port)
+    if args.auth != "token":
+        raise SystemExit("pyapns-client supports token auth only")
+    client = APNSClient(mode=APNSClient.MODE_DEV, root_cert_path=args.ca, auth_key_path=args.key,
+                        auth_key_id=args.key_id, team_id=args.team)
+    results = []
+    for device in args.device:
+        payload = IOSPayload(alert=IOSPayloadAlert(body=common.alert_text("pyapns-client")))
+        notification = IOSNotification(payload=payload, topic=args.topic, push_type=IOSNotification.PUSH_TYPE_ALERT)
+        try:
+            client.push(notification=notification, device_token=device)
+            results.append(common.result(device, True))
+        except UnregisteredException as error:
+            results.append(common.result(device, False, error.status_code, "Unregistered", error.apns_id, error.timestamp))
+        except APNSException as error:
+            reason = type(error).__name__.removesuffix("Exception")
+            results.append(common.result(device, False, error.status_code, reason, error.apns_id))
+        except Exception as error:  # noqa: BLE001 - reported, the test decides
+            results.append(common.result(device, False, error=common.describe(error)))
+    client.close()
+    common.emit("pyapns-client", "pyapns-client", args, results)
+
+
+main()
