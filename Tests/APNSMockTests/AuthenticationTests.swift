@@ -292,37 +292,3 @@ struct AuthenticationTests {
         }
     }
 }
-
-/// aioapns, a real Python client (installed into .venv/ by scripts/setup), through the mock.
-@Suite("aioapns through the mock", .timeLimit(.minutes(2)))
-struct AioapnsTests {
-    struct Result: Decodable {
-        var sentApnsId: String
-        var apnsId: String
-        var status: String
-        var reason: String?
-    }
-
-    @Test func sendsWithTokenAuthAndReadsAnError() async throws {
-        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let python = repository.appendingPathComponent(".venv/bin/python").path
-        try #require(FileManager.default.isExecutableFile(atPath: python), "no .venv with aioapns: run scripts/setup")
-        let script = repository.appendingPathComponent("scripts/python/aioapns_send.py").path
-        try await MockHarness.withRunningMock { mock in
-            let material = try MockHarness.sharedCertificates()
-            let output = try await ExternalTool.run(python, [
-                script, "\(mock.apnsPort)", mock.caPath, material.tokenKeyPath(material.tokenKeys[0]), "DEMOTEAM01", "DEMOKEY001",
-                AuthenticationTests.deviceToken,
-            ], timeout: 60)
-            #expect(output.exitCode == 0, "\(output.stderr)")
-            let results = try JSONDecoder().decode([Result].self, from: output.stdout)
-            try #require(results.count == 2)
-            #expect(results[0].status == "200")
-            #expect(results[0].reason == nil)
-            #expect(results[0].apnsId == results[0].sentApnsId)
-            #expect(results[1].status == "400")
-            #expect(results[1].reason == "BadDeviceToken")
-            #expect(results[1].apnsId == results[1].sentApnsId)
-        }
-    }
-}

@@ -4,10 +4,11 @@ driver_common for the interface).
 pyapns-client takes a CA file (root_cert_path) but no host: in 'dev' mode it dials
 https://api.development.push.apple.com:443, which the driver resolves to the mock
 (driver_common.redirect_apple_hosts). Token auth only. Errors surface as exceptions carrying the
-status and apns-id; UnregisteredException carries the 410 timestamp. The token's `iat` is
-time.time(), a decimal number. On ExpiredProviderToken (an APNSServerException) it closes the
-connection and retries up to three times on a new one, with the same token (it signs a new one
-only after 45 minutes).
+status and apns-id (push() returns nothing on success); UnregisteredException carries the 410
+timestamp. The token's `iat` is time.time(), a decimal number. Its httpx client keeps no idle
+connection (max_keepalive_connections=0), so every push opens a new one. On
+ExpiredProviderToken (an APNSServerException) it retries, up to three times, on a new connection
+with the same token (it signs a new one only after 45 minutes).
 """
 import driver_common as common
 from pyapns_client import APNSClient, IOSNotification, IOSPayload, IOSPayloadAlert

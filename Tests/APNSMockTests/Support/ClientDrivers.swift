@@ -1,3 +1,4 @@
+import APNSMockCore
 import APNSMockTesting
 import Foundation
 import Testing
@@ -24,12 +25,25 @@ enum RealClient: String, CaseIterable, Sendable, CustomTestStringConvertible {
     /// How the driver authenticates when the scenario is not about authentication.
     var primaryAuth: ClientAuth { supportsToken ? .token : .certificate }
 
-    /// Whether the client hands the HTTP status of an answer to its caller (the others only name
-    /// the reason, as an exception class).
+    /// Whether the client hands the HTTP status of a refused push to its caller (the others only
+    /// name the reason, as an exception class).
     var surfacesStatus: Bool {
         switch self {
         case .aioapns, .pyapnsClient, .go, .node, .curl, .nghttp: true
         case .apns2Up, .kalyke, .aapns: false
+        }
+    }
+
+    /// Whether the caller sees the 200 of an accepted push (pyapns-client's push() returns
+    /// nothing).
+    var surfacesStatusOnSuccess: Bool { surfacesStatus && self != .pyapnsClient }
+
+    /// How the client writes its provider token's `iat` (token auth).
+    var issuedAtForm: ProviderToken.IssuedAtForm {
+        switch self {
+        case .apns2Up, .pyapnsClient: .decimal
+        case .kalyke: .string
+        case .aioapns, .aapns, .go, .node, .curl, .nghttp: .integer
         }
     }
 
