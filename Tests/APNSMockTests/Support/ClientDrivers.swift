@@ -199,11 +199,10 @@ struct ClientDriver {
         }
     }
 
-    /// scripts/clients/go-apns2, built once per test process (offline, from Debian's Go packages;
-    /// the build cache makes it quick after scripts/setup built it).
+    /// scripts/clients/go-apns2, built once per test process into .build-clients/ as scripts/setup
+    /// builds it (offline, from Debian's Go packages; Go's build cache makes it take a second).
     static let goBinary = Task<String, any Error> {
-        let output = FileManager.default.temporaryDirectory
-            .appendingPathComponent("apns-mock-go-apns2-\(ProcessInfo.processInfo.processIdentifier)").path
+        let output = repository.appendingPathComponent(".build-clients/go-apns2").path
         let build = try await ExternalTool.run(clients.appendingPathComponent("build-go").path, [output], timeout: 300)
         guard build.exitCode == 0 else {
             throw DriverFailure("building scripts/clients/go-apns2 failed (run scripts/setup): \(build.stderr)")
