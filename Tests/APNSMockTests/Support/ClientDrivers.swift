@@ -38,12 +38,13 @@ enum RealClient: String, CaseIterable, Sendable, CustomTestStringConvertible {
     /// nothing).
     var surfacesStatusOnSuccess: Bool { surfacesStatus && self != .pyapnsClient }
 
-    /// How the client writes its provider token's `iat` (token auth).
-    var issuedAtForm: ProviderToken.IssuedAtForm {
+    /// How the client writes its provider token's `iat`; `nil` for a client without token auth.
+    var issuedAtForm: ProviderToken.IssuedAtForm? {
         switch self {
         case .apns2Up, .pyapnsClient: .decimal
         case .kalyke: .string
-        case .aioapns, .aapns, .go, .node, .curl, .nghttp: .integer
+        case .aioapns, .go, .node, .curl, .nghttp: .integer
+        case .aapns: nil
         }
     }
 
