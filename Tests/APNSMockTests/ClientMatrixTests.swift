@@ -147,7 +147,7 @@ struct ClientMatrixTests {
             #expect(sent.count == Int(streamsBeforeAuthentication))
             #expect(refused.count == devices.count - Int(streamsBeforeAuthentication))
             #expect(sent.allSatisfy { $0.status == 200 })
-            let (page, _) = try await mock.admin.wait(NotificationQuery(), count: sent.count, timeout: 10)
+            let (page, _) = try await mock.admin.wait(RecordQuery(), count: sent.count, timeout: 10)
             #expect(Set(page.notifications.compactMap(\.token)) == Set(sent.map(\.device)))
         }
     }
@@ -172,7 +172,7 @@ struct ClientMatrixTests {
 
     /// The records of `device`, accepted or not, oldest first, once `count` of them exist.
     static func records(_ mock: RunningMock, device: String, count: Int) async throws -> [NotificationRecord] {
-        let (page, timedOut) = try await mock.admin.wait(NotificationQuery(token: device, outcome: "all"), count: count, timeout: 10)
+        let (page, timedOut) = try await mock.admin.wait(RecordQuery(token: device, outcome: .all), count: count, timeout: 10)
         #expect(!timedOut, "expected \(count) records of \(device), found \(page.notifications.count)")
         return page.notifications
     }

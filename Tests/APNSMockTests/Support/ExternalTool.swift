@@ -1,7 +1,13 @@
 import APNSMockTesting
 import Foundation
+import Subprocess
+import SystemPackage
 
 /// Runs a command-line client (curl, nghttp, h2load, openssl…) and collects what it printed.
+///
+/// Built on swift-subprocess (posix_spawn, descriptors closed with `closefrom`), not Foundation's
+/// `Process`, whose descriptor scan of /proc/self/fd reads past its buffer and crashed test runs
+/// that had many sockets open.
 struct ExternalTool {
     struct Output: Sendable {
         var exitCode: Int32
@@ -10,38 +16,48 @@ struct ExternalTool {
         var text: String { String(decoding: stdout, as: UTF8.self) }
     }
 
-    /// Runs `executable` (looked up on PATH) with `arguments`, killing it after `timeout` seconds.
+    /// Output kept per stream; the tools the tests run print far less.
+    static let outputLimit = 64 << 20
+
+    /// Runs `executable` (looked up on PATH, or a path) with `arguments`, killing it after
+    /// `timeout` seconds (the output is then what it printed so far is lost; `exitCode` is -1 and
+    /// `stderr` says so).
     static func run(_ executable: String, _ arguments: [String], stdin: Data? = nil, timeout: Double = 30) async throws -> Output {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [executable] + arguments
-        let out = Pipe()
-        let err = Pipe()
-        let input = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = stdin == nil ? FileHandle.nullDevice : input
-        let exited = AsyncStream<Int32>.makeStream()
-        process.terminationHandler = { finished in
-            exited.continuation.yield(finished.terminationStatus)
-            exited.continuation.finish()
+        let program: Executable = executable.contains("/") ? .path(FilePath(executable)) : .name(executable)
+        return try await withThrowingTaskGroup(of: Output?.self) { group in
+            group.addTask {
+                let result: ExecutionResult<Void, BytesOutput, BytesOutput>
+                if let stdin {
+                    result = try await Subprocess.run(
+                        program, arguments: Arguments(arguments), input: .array([UInt8](stdin)),
+                        output: .bytes(limit: outputLimit), error: .bytes(limit: outputLimit))
+                } else {
+                    result = try await Subprocess.run(
+                        program, arguments: Arguments(arguments), input: .none,
+                        output: .bytes(limit: outputLimit), error: .bytes(limit: outputLimit))
+                }
+                let code: Int32
+                switch result.terminationStatus {
+                case .exited(let status): code = Int32(status)
+                case .signaled(let signal): code = 128 + Int32(signal)
+                }
+                return Output(
+                    exitCode: code, stdout: Data(result.standardOutput),
+                    stderr: String(decoding: result.standardError, as: UTF8.self))
+            }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(timeout))
+                return nil
+            }
+            defer { group.cancelAll() }
+            while let finished = try await group.next() {
+                if let output = finished { return output }
+                // The timer fired first: cancelling the run kills the process.
+                group.cancelAll()
+                return Output(exitCode: -1, stdout: Data(), stderr: "\(executable) timed out after \(timeout) s")
+            }
+            return Output(exitCode: -1, stdout: Data(), stderr: "\(executable) did not run")
         }
-        try process.run()
-        if let stdin {
-            input.fileHandleForWriting.write(stdin)
-            try? input.fileHandleForWriting.close()
-        }
-        // Drain both pipes concurrently so a chatty tool cannot block on a full pipe.
-        async let stdoutData = Task.detached { out.fileHandleForReading.readDataToEndOfFile() }.value
-        async let stderrData = Task.detached { err.fileHandleForReading.readDataToEndOfFile() }.value
-        let watchdog = Task.detached {
-            try await Task.sleep(for: .seconds(timeout))
-            if process.isRunning { process.terminate() }
-        }
-        var code: Int32 = -1
-        for await status in exited.stream { code = status }
-        watchdog.cancel()
-        return Output(exitCode: code, stdout: await stdoutData, stderr: String(decoding: await stderrData, as: UTF8.self))
     }
 }
 
