@@ -46,10 +46,47 @@ public struct APNSMockServer: Service {
         let router = APIRouter(role: .apns, configuration: configuration, tokenKeys: tokenKeys, state: state, logger: logger)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.threads))
         let quiesce = ServerQuiescingHelper(group: group)
-        let connections = state.connections
-        let configuration = self.configuration
-        let logger = self.logger
+        let channel: Channel
+        do {
+            channel = try await Self.bindTLSListener(
+                host: configuration.host, port: configuration.port, router: router, tlsContext: tlsContext,
+                group: group, quiesce: quiesce, configuration: configuration, logger: logger)
+        } catch {
+            try? await group.shutdownGracefully()
+            throw error
+        }
+        let port = channel.localAddress?.port ?? configuration.port
+        logger.info(
+            "APNs listener up",
+            metadata: ["host": "\(configuration.host)", "port": "\(port)", "threads": "\(configuration.threads)"])
+        let listener = RunningAPNSListener(
+            port: port, group: group, quiesce: quiesce, connections: state.connections,
+            gracePeriod: configuration.shutdownGracePeriod, logger: logger)
+        // The admin listener starts once the APNs one is bound, so /healthz never answers 200
+        // before requests can be sent.
+        let api = AdminAPI(
+            state: state, validator: router.device.validator, token: configuration.admin.token,
+            apnsIsUp: { [weak listener] in listener?.isServing ?? false })
+        do {
+            listener.admin = try await AdminServer.start(api: api, settings: configuration.admin, logger: logger)
+        } catch {
+            await listener.shutdown()
+            throw error
+        }
+        return listener
+    }
+}
 
+extension APNSMockServer {
+    /// Binds one TLS + HTTP/2 listener whose connections serve `router`'s APIs: the APNs listener,
+    /// and any other listener of the same kind. Every connection is counted in the router's
+    /// ``MockState``, gets the configured timeouts, and hears about graceful shutdown through
+    /// `quiesce`.
+    static func bindTLSListener(
+        host: String, port: Int, router: APIRouter, tlsContext: TLSContext, group: MultiThreadedEventLoopGroup,
+        quiesce: ServerQuiescingHelper, configuration: ServerConfiguration, logger: Logger
+    ) async throws -> Channel {
+        let connections = router.state.connections
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 512)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -75,32 +112,7 @@ public struct APNSMockServer: Service {
                     try channel.pipeline.syncOperations.addHandler(handler)
                 }
             }
-        let channel: Channel
-        do {
-            channel = try await bootstrap.bind(host: configuration.host, port: configuration.port).get()
-        } catch {
-            try? await group.shutdownGracefully()
-            throw error
-        }
-        let port = channel.localAddress?.port ?? configuration.port
-        logger.info(
-            "APNs listener up",
-            metadata: ["host": "\(configuration.host)", "port": "\(port)", "threads": "\(configuration.threads)"])
-        let listener = RunningAPNSListener(
-            port: port, group: group, quiesce: quiesce, connections: connections,
-            gracePeriod: configuration.shutdownGracePeriod, logger: logger)
-        // The admin listener starts once the APNs one is bound, so /healthz never answers 200
-        // before requests can be sent.
-        let api = AdminAPI(
-            state: state, validator: router.device.validator, token: configuration.admin.token,
-            apnsIsUp: { [weak listener] in listener?.isServing ?? false })
-        do {
-            listener.admin = try await AdminServer.start(api: api, settings: configuration.admin, logger: logger)
-        } catch {
-            await listener.shutdown()
-            throw error
-        }
-        return listener
+        return try await bootstrap.bind(host: host, port: port).get()
     }
 }
 
