@@ -92,6 +92,7 @@ let package = Package(
             name: "APNSMockTests",
             dependencies: [
                 "APNSMock",
+                "CNGHTTP2",
                 "APNSMockCore",
                 "APNSMockTesting",
                 .product(name: "NIOCore", package: "swift-nio"),

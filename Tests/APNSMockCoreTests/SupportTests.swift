@@ -128,6 +128,27 @@ struct KnownHeaderTests {
         var name = name
         #expect(name.withUTF8 { KnownHeader(name: UnsafeRawBufferPointer($0)) } == nil)
     }
+
+    /// The written-out comparison of the per-request headers covers exactly `KnownHeader.perRequest`.
+    @Test(arguments: KnownHeader.allCases)
+    func perRequestComparisonCoversThePerRequestHeaders(_ header: KnownHeader) {
+        var a = PushRequest(), b = PushRequest()
+        a[header] = "one"
+        b[header] = "two"
+        #expect(a.hasSamePerRequestHeaders(as: b) == !KnownHeader.perRequest.contains(header))
+        #expect(!a.hasSameKnownHeaders(as: b))
+        #expect(a.hasSameKnownHeaders(as: b, except: KnownHeader.Set(header)))
+    }
+
+    /// Every header a request can carry fits a repeat key, and reset clears every known header.
+    @Test func everyKnownHeaderIsClearedByReset() {
+        var request = PushRequest()
+        for header in KnownHeader.allCases { request.set(header, value: header.name) }
+        #expect(KnownHeader.allCases.allSatisfy { request[$0] == $0.name })
+        request.reset()
+        #expect(KnownHeader.allCases.allSatisfy { request[$0] == nil })
+        #expect(KnownHeader.allCases.count < RepeatKey.fieldCapacity)
+    }
 }
 
 /// `memoryEqual` takes word-load shortcuts by length: every length up to past the memcmp cut-off,

@@ -1,0 +1,222 @@
+@testable import APNSMock
+import APNSMockCore
+import Testing
+
+/// The HTTP/2 layer driven with frames and no TLS, socket or API (sans-I/O): bytes into
+/// ``HTTP2Session``, requests out to a delegate, responses in, bytes out.
+@Suite("HTTP/2 session without TLS")
+struct HTTP2SessionTests {
+    /// Receives the session's requests and answers them as a test says.
+    final class Harness: HTTP2SessionDelegate {
+        struct Received {
+            var stream: HTTP2Stream
+            var id: Int32
+            var request: PushRequest
+        }
+
+        var session: HTTP2Session!
+        var received: [Received] = []
+        /// Answers each request at once with this response; `nil` leaves requests unanswered.
+        var autoAnswer: HTTP2Response? = HTTP2Response(status: 200)
+        private let decoder = HPACKDecoder()
+        /// Each response's decoded header fields, by stream.
+        var responses: [UInt32: [(name: String, value: String)]] = [:]
+        var frames: [H2.Frame] = []
+
+        init(settings: HTTP2Settings = HTTP2Settings()) throws {
+            session = try HTTP2Session(settings: settings, delegate: self)
+        }
+
+        func session(_ session: HTTP2Session, didReceive stream: HTTP2Stream) {
+            received.append(Received(stream: stream, id: stream.id, request: stream.request))
+            if let autoAnswer {
+                session.submit(autoAnswer, on: stream, id: stream.id)
+            }
+        }
+
+        /// Feeds bytes, then collects everything the session wants to send.
+        @discardableResult
+        func exchange(_ bytes: [UInt8]) -> [H2.Frame] {
+            let error = bytes.withUnsafeBytes { session.receive($0) }
+            #expect(error == nil, "\(String(describing: error))")
+            return drain()
+        }
+
+        func drain() -> [H2.Frame] {
+            var output: [UInt8] = []
+            _ = session.send { chunk in
+                output += chunk
+                return true
+            }
+            let new = H2.parse(output)
+            for frame in new where frame.type == H2.FrameType.headers.rawValue {
+                responses[frame.stream] = decoder.decode(frame.payload)
+            }
+            frames += new
+            return new
+        }
+
+        func status(of stream: UInt32) -> String? {
+            responses[stream]?.first { $0.name == ":status" }?.value
+        }
+    }
+
+    static func request(_ stream: UInt32, path: String = "/3/device/abcd", extra: [(String, String)] = [], body: String = "{}")
+        -> [UInt8]
+    {
+        H2.headers(
+            stream: stream,
+            [(":method", "POST"), (":scheme", "https"), (":path", path), (":authority", "localhost")] + extra,
+            endStream: false)
+            + H2.data(stream: stream, Array(body.utf8), endStream: true)
+    }
+
+    @Test func collectsARequestAndAnswersIt() throws {
+        let harness = try Harness()
+        let first = harness.exchange(H2.preface + H2.settings())
+        #expect(first.first?.type == H2.FrameType.settings.rawValue)
+        var response = HTTP2Response(status: 400, body: Array(#"{"reason":"BadTopic"}"#.utf8))
+        response.add("apns-id", .uuid(UUIDValue(high: 0x0123_4567_89AB_4CDE, low: 0x8123_4567_89AB_CDEF), uppercase: true), indexed: false)
+        response.add("content-type", .literal("application/json"))
+        harness.autoAnswer = response
+        let frames = harness.exchange(Self.request(1, extra: [("apns-topic", "com.example.app"), ("user-agent", "t/1")], body: "{\"aps\":{}}"))
+
+        let received = try #require(harness.received.first)
+        #expect(received.id == 1)
+        #expect(received.request.method == "POST")
+        #expect(received.request.path == "/3/device/abcd")
+        #expect(received.request.topic == "com.example.app")
+        #expect(received.request.otherHeaders.map(\.name) == ["user-agent"])
+        #expect(received.request.body == Array("{\"aps\":{}}".utf8))
+        #expect(harness.status(of: 1) == "400")
+        #expect(harness.responses[1]?.first { $0.name == "apns-id" }?.value == "01234567-89AB-4CDE-8123-456789ABCDEF")
+        #expect(harness.responses[1]?.first { $0.name == "content-type" }?.value == "application/json")
+        let data = frames.filter { $0.type == H2.FrameType.data.rawValue && $0.stream == 1 }
+        #expect(data.flatMap(\.payload) == Array(#"{"reason":"BadTopic"}"#.utf8))
+        #expect(data.last.map { $0.flags & H2.endStream != 0 } == true)
+    }
+
+    /// A malformed request is reset with PROTOCOL_ERROR and never reaches the delegate; the next
+    /// request on the same connection is served.
+    @Test(arguments: [
+        [(":method", "POST"), (":scheme", "https"), (":authority", "x")],  // no :path
+        [(":method", "POST"), (":scheme", "https"), (":path", "/"), (":authority", "x"), ("Upper", "1")],
+        [(":method", "POST"), (":scheme", "https"), (":path", "/"), (":authority", "x"), ("connection", "close")],
+        [(":method", "POST"), (":scheme", "https"), (":path", "/"), (":authority", "x"), (":bogus", "1")],
+    ])
+    func malformedRequestIsResetAlone(_ fields: [(String, String)]) throws {
+        let harness = try Harness()
+        harness.exchange(H2.preface + H2.settings())
+        let frames = harness.exchange(H2.headers(stream: 1, fields, endStream: true) + Self.request(3))
+        #expect(frames.contains { $0.stream == 1 && $0.rstErrorCode == HTTP2ErrorCode.protocolError.rawValue })
+        #expect(harness.received.map(\.id) == [3])
+        #expect(harness.status(of: 3) == "200")
+    }
+
+    @Test func oversizedHeaderListResetsOnlyThatStream() throws {
+        let harness = try Harness(settings: HTTP2Settings())
+        harness.exchange(H2.preface + H2.settings())
+        let big = [("x-big", String(repeating: "a", count: 9000))]
+        let frames = harness.exchange(Self.request(1, extra: big) + Self.request(3))
+        #expect(frames.contains { $0.stream == 1 && $0.type == H2.FrameType.rstStream.rawValue })
+        #expect(harness.received.map(\.id) == [3])
+    }
+
+    /// Requests that repeat every header value get equal repeat keys; one changed value moves the
+    /// generation; the per-request headers (`:path`, `apns-id`) do not.
+    @Test func repeatKeysFollowTheValues() throws {
+        let harness = try Harness()
+        harness.exchange(H2.preface + H2.settings())
+        let topic = [("apns-topic", "com.example.app")]
+        harness.exchange(Self.request(1, extra: topic))
+        harness.exchange(Self.request(3, path: "/3/device/ef01", extra: topic))
+        harness.exchange(Self.request(5, extra: [("apns-topic", "com.example.other")]))
+        harness.exchange(Self.request(7, extra: topic + [("apns-topic", "com.example.app")]))
+        let keys = harness.received.map(\.request.repeatKey)
+        #expect(keys[0] != nil && keys[0] == keys[1])
+        #expect(keys[2] != nil && keys[2] != keys[1])
+        #expect(keys[3] == nil)  // a field twice rules the key out
+        #expect(harness.received[3].request.duplicatedHeader == "apns-topic")
+    }
+
+    /// An answer for a stream the client reset meanwhile is dropped, and a recycled stream does
+    /// not take an answer meant for its previous request.
+    @Test func lateAnswersFindTheirStreamGone() throws {
+        let harness = try Harness()
+        harness.autoAnswer = nil
+        harness.exchange(H2.preface + H2.settings())
+        harness.exchange(Self.request(1))
+        let held = try #require(harness.received.first)
+        #expect(held.stream.phase == .dispatched)
+        harness.exchange(H2.frame(.rstStream, stream: 1, payload: H2.be32(HTTP2ErrorCode.cancel.rawValue)))
+        #expect(held.stream.phase == .idle)
+        harness.exchange(Self.request(3))
+        // The pool hands the same instance to the next stream.
+        #expect(harness.received[1].stream === held.stream)
+        #expect(harness.session.submit(HTTP2Response(status: 200), on: held.stream, id: 1) == false)
+        #expect(harness.session.submit(HTTP2Response(status: 200), on: held.stream, id: 3))
+        harness.drain()
+        #expect(harness.status(of: 3) == "200")
+        #expect(harness.status(of: 1) == nil)
+    }
+
+    @Test func goAwayCarriesItsDebugData() throws {
+        let harness = try Harness()
+        harness.exchange(H2.preface + H2.settings() + Self.request(1))
+        harness.session.submitGoAway(debugData: Array(#"{"reason":"Shutdown"}"#.utf8))
+        let goaway = try #require(harness.drain().compactMap(\.goaway).first)
+        #expect(goaway.lastStream == 1)
+        #expect(goaway.errorCode == HTTP2ErrorCode.noError.rawValue)
+        #expect(goaway.debug == #"{"reason":"Shutdown"}"#)
+    }
+
+    /// Bytes that are not HTTP/2 end the connection with an error (and nghttp2's GOAWAY).
+    @Test func garbageIsAConnectionError() throws {
+        let harness = try Harness()
+        let error = Array("GET / HTTP/1.1\r\n\r\n".utf8).withUnsafeBytes { harness.session.receive($0) }
+        #expect(error != nil)
+    }
+}
+
+/// A stream's phases: forward only, back to idle on close.
+@Suite("HTTP/2 stream phases")
+struct HTTP2StreamTests {
+    @Test func aStreamGoesThroughItsPhases() {
+        let stream = HTTP2Stream()
+        #expect(stream.phase == .idle)
+        stream.open(id: 5)
+        #expect(stream.phase == .receiving && stream.id == 5)
+        #expect(!stream.awaitsAnswer(id: 5))
+        stream.dispatch()
+        #expect(stream.awaitsAnswer(id: 5))
+        #expect(!stream.awaitsAnswer(id: 7))
+        stream.respond(body: [1, 2, 3])
+        #expect(stream.phase == .responding && stream.responseBody == [1, 2, 3])
+        stream.close()
+        #expect(stream.phase == .idle && stream.id == 0 && stream.responseBody.isEmpty)
+    }
+
+    @Test(arguments: [0, 1, 2])
+    func anyLivePhaseCanBeReset(_ steps: Int) {
+        let stream = HTTP2Stream()
+        stream.open(id: 1)
+        if steps > 0 { stream.dispatch() }
+        if steps > 1 { stream.respond(body: []) }
+        stream.reset()
+        #expect(stream.phase == .reset)
+        #expect(!stream.awaitsAnswer(id: 1))
+        stream.close()
+        #expect(stream.phase == .idle)
+    }
+
+    @Test func reopenedStreamForgetsItsRequest() {
+        let pool = StreamPool()
+        let first = pool.open(id: 1)
+        first.request.set(.topic, value: "com.example.app")
+        first.declaredLength = 3
+        pool.close(first)
+        let second = pool.open(id: 3)
+        #expect(second === first)
+        #expect(second.request.topic == nil && second.declaredLength == nil && pool.openCount == 1)
+    }
+}
