@@ -46,22 +46,32 @@ public struct APNSMockServer: Service {
         let router = APIRouter(role: .apns, configuration: configuration, tokenKeys: tokenKeys, state: state, logger: logger)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.threads))
         let quiesce = ServerQuiescingHelper(group: group)
-        let channel: Channel
+        var ports: [Int] = []
         do {
-            channel = try await Self.bindTLSListener(
-                host: configuration.host, port: configuration.port, router: router, tlsContext: tlsContext,
-                group: group, quiesce: quiesce, configuration: configuration, logger: logger)
+            // The APNs listener, then one channel-management listener per environment.
+            let listeners: [(role: ListenerRole, host: String, port: Int)] = [
+                (.apns, configuration.host, configuration.port),
+                (.channelManagement(.sandbox), configuration.broadcast.host, configuration.broadcast.sandboxPort),
+                (.channelManagement(.production), configuration.broadcast.host, configuration.broadcast.productionPort),
+            ]
+            for (role, host, port) in listeners {
+                let channel = try await Self.bindTLSListener(
+                    host: host, port: port, router: router.serving(role), tlsContext: tlsContext,
+                    group: group, quiesce: quiesce, configuration: configuration, logger: logger)
+                let bound = channel.localAddress?.port ?? port
+                ports.append(bound)
+                logger.info(
+                    role == .apns ? "APNs listener up" : "channel-management listener up",
+                    metadata: ["host": "\(host)", "port": "\(bound)", "role": "\(role)", "threads": "\(configuration.threads)"])
+            }
         } catch {
             try? await group.shutdownGracefully()
             throw error
         }
-        let port = channel.localAddress?.port ?? configuration.port
-        logger.info(
-            "APNs listener up",
-            metadata: ["host": "\(configuration.host)", "port": "\(port)", "threads": "\(configuration.threads)"])
         let listener = RunningAPNSListener(
-            port: port, group: group, quiesce: quiesce, connections: state.connections,
-            gracePeriod: configuration.shutdownGracePeriod, logger: logger)
+            port: ports[0], broadcastSandboxPort: ports[1], broadcastProductionPort: ports[2], group: group,
+            quiesce: quiesce, connections: state.connections, gracePeriod: configuration.shutdownGracePeriod,
+            logger: logger)
         // The admin listener starts once the APNs one is bound, so /healthz never answers 200
         // before requests can be sent.
         let api = AdminAPI(
@@ -120,6 +130,9 @@ extension APNSMockServer {
 public final class RunningAPNSListener: Sendable {
     /// The port actually bound (the chosen one when configured with port 0).
     public let port: Int
+    /// The channel-management listeners' ports, sandbox and production.
+    public let broadcastSandboxPort: Int
+    public let broadcastProductionPort: Int
     private let group: MultiThreadedEventLoopGroup
     /// Released before the event loops are (see ``shutdown()``): its deinit completes a promise on
     /// one of them, which must still be running.
@@ -143,10 +156,12 @@ public final class RunningAPNSListener: Sendable {
     var isServing: Bool { !stopped.withLock { $0 } }
 
     init(
-        port: Int, group: MultiThreadedEventLoopGroup, quiesce: ServerQuiescingHelper,
-        connections: ConnectionRegistry, gracePeriod: TimeAmount, logger: Logger
+        port: Int, broadcastSandboxPort: Int, broadcastProductionPort: Int, group: MultiThreadedEventLoopGroup,
+        quiesce: ServerQuiescingHelper, connections: ConnectionRegistry, gracePeriod: TimeAmount, logger: Logger
     ) {
         self.port = port
+        self.broadcastSandboxPort = broadcastSandboxPort
+        self.broadcastProductionPort = broadcastProductionPort
         self.group = group
         self.quiesce = Mutex(quiesce)
         self.connections = connections

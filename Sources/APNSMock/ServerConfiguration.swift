@@ -43,6 +43,9 @@ public struct ServerConfiguration: Sendable {
     public var faultSeed: UInt64?
     /// The admin and query listener (plain HTTP/1.1).
     public var admin = AdminSettings()
+    /// Broadcast push: the channel-management listeners, the channel limit, seeded channels and the
+    /// mock's choices where Apple is silent (docs/broadcast.md).
+    public var broadcast = BroadcastSettings()
 
     public init() {}
 
@@ -65,6 +68,7 @@ public struct ServerConfiguration: Sendable {
         recordingCapacity = file.recording.capacity
         faults = file.faults
         admin = AdminSettings(host: file.admin.host, port: file.admin.port, token: file.admin.token)
+        broadcast = file.broadcast
     }
 }
 

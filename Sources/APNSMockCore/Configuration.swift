@@ -176,6 +176,7 @@ public struct Configuration: Sendable, Equatable {
     public var recording = Recording()
     public var faults: [FaultRule] = []
     public var validation = Validation()
+    public var broadcast = BroadcastSettings()
 
     /// The built-in defaults.
     public init() {}
@@ -231,6 +232,7 @@ extension Configuration {
         var configuration = Configuration()
         let fields = try root.mapping(allowing: [
             "server", "admin", "tls", "environment", "teams", "devices", "recording", "faults", "validation",
+            "broadcast",
         ])
         if let field = fields.optional("validation") {
             configuration.validation = try decodeValidation(field)
@@ -265,7 +267,65 @@ extension Configuration {
                 configuration.faults.append(try FaultRule.decode(element))
             }
         }
+        if let field = fields.optional("broadcast") {
+            configuration.broadcast = try decodeBroadcast(field, configuration: configuration)
+        }
         return configuration
+    }
+
+    /// Most channels an app may be allowed per environment (they are held in memory).
+    public static let maximumChannelLimit = 1_000_000
+
+    private static func decodeBroadcast<N>(_ field: Field<N>, configuration: Configuration) throws(ConfigurationError) -> BroadcastSettings {
+        let fields = try field.mapping(allowing: [
+            "host", "sandboxPort", "productionPort", "channelLimit", "disabledApps", "channels", "requireExpiration",
+            "allowPriority1", "strictPushTypeSpelling",
+        ])
+        var broadcast = BroadcastSettings()
+        if let host = fields.optional("host") { broadcast.host = try host.nonEmptyString() }
+        var taken = [configuration.server.port: "server.port", configuration.admin.port: "admin.port"]
+        for name in ["sandboxPort", "productionPort"] {
+            guard let port = fields.optional(name) else { continue }
+            let value = try port.integer(in: portRange)
+            if value != 0, let owner = taken[value] {
+                throw port.error(.contradiction, "port \(value) is already \(owner)'s")
+            }
+            taken[value] = "broadcast.\(name)"
+            if name == "sandboxPort" { broadcast.sandboxPort = value } else { broadcast.productionPort = value }
+        }
+        if broadcast.sandboxPort != 0, broadcast.sandboxPort == broadcast.productionPort {
+            throw field.error(.contradiction, "sandboxPort and productionPort are both \(broadcast.sandboxPort)")
+        }
+        if let limit = fields.optional("channelLimit") {
+            broadcast.channelLimit = try limit.integer(in: 0...maximumChannelLimit)
+        }
+        if let apps = fields.optional("disabledApps") {
+            for (app, appField) in try apps.stringList() {
+                guard HeaderSyntax.isWellFormedTopic(app) else {
+                    throw appField.error(.invalidValue, "\"\(app)\" is not a well-formed bundle ID")
+                }
+                broadcast.disabledApps.insert(app)
+            }
+        }
+        if let value = fields.optional("requireExpiration") { broadcast.requireExpiration = try value.boolean() }
+        if let value = fields.optional("allowPriority1") { broadcast.allowPriority1 = try value.boolean() }
+        if let value = fields.optional("strictPushTypeSpelling") { broadcast.strictPushTypeSpelling = try value.boolean() }
+        if let channels = fields.optional("channels") {
+            var registry = ChannelRegistry()
+            for element in try channels.elements() {
+                let channel = try BroadcastChannel.decode(element, knownApps: configuration.validation.topicPolicy == .teams ? configuration.appBundleIDs : nil)
+                if registry.channel(id: channel.id) != nil {
+                    throw try element.mapping(allowing: BroadcastChannel.fieldNames).required("channelId")
+                        .error(.duplicate, "channel \(channel.id) is listed twice")
+                }
+                if registry.count(bundleID: channel.bundleID, environment: channel.environment) >= broadcast.channelLimit {
+                    throw element.error(.contradiction, "more channels for \(channel.bundleID) in \(channel.environment.rawValue) than channelLimit (\(broadcast.channelLimit))")
+                }
+                registry.insert(channel)
+                broadcast.channels.append(channel)
+            }
+        }
+        return broadcast
     }
 
     private static let portRange = 0...65_535
@@ -526,5 +586,54 @@ extension ConfigurationError {
             problem = "\(yamlError)"
         }
         self.init(file: file, field: "", line: line, kind: .syntax, problem: "not valid YAML: \(problem)")
+    }
+}
+
+extension BroadcastChannel {
+    static let fieldNames = ["bundleId", "environment", "channelId", "messageStoragePolicy"]
+
+    /// Decodes and checks a channel from an admin API body (`POST /v1/channels`), by the rules of the
+    /// configuration's `broadcast.channels`: `bundleId` (a configured app when `knownApps` is
+    /// given), `environment` (sandbox or production, default sandbox), `channelId` (base64;
+    /// `nil` when `idRequired` is false and it is absent: the store generates one) and
+    /// `messageStoragePolicy` (0 or 1, default 1). Errors name the field and have no file.
+    public static func decode(json: JSONValue, knownApps: Set<String>?) throws(ConfigurationError) -> (
+        bundleID: String, environment: APNSEnvironment, id: String?, storagePolicy: MessageStoragePolicy
+    ) {
+        try decodeFields(Field(node: json, path: "", file: nil), knownApps: knownApps, idRequired: false)
+    }
+
+    static func decode<N>(_ field: Field<N>, knownApps: Set<String>?) throws(ConfigurationError) -> BroadcastChannel {
+        let fields = try decodeFields(field, knownApps: knownApps, idRequired: true)
+        return BroadcastChannel(bundleID: fields.bundleID, environment: fields.environment, id: fields.id ?? "", storagePolicy: fields.storagePolicy)
+    }
+
+    private static func decodeFields<N>(_ field: Field<N>, knownApps: Set<String>?, idRequired: Bool) throws(ConfigurationError) -> (
+        bundleID: String, environment: APNSEnvironment, id: String?, storagePolicy: MessageStoragePolicy
+    ) {
+        let fields = try field.mapping(allowing: fieldNames)
+        let bundleField = try fields.required("bundleId")
+        let bundleID = try bundleField.string()
+        guard HeaderSyntax.isWellFormedTopic(bundleID) else {
+            throw bundleField.error(.invalidValue, "\"\(bundleID)\" is not a well-formed bundle ID")
+        }
+        if let knownApps, !knownApps.contains(bundleID) {
+            throw bundleField.error(.contradiction, "\(bundleID) is not an app of a configured team")
+        }
+        var environment = APNSEnvironment.sandbox
+        if let value = fields.optional("environment") { environment = try value.oneOf(APNSEnvironment.self) }
+        var id: String?
+        if let idField = idRequired ? try fields.required("channelId") : fields.optional("channelId") {
+            let value = try idField.string()
+            guard ChannelID.isWellFormed(value) else {
+                throw idField.error(.invalidValue, "\"\(value.prefix(64))\" is not a channel ID (base64, at most \(ChannelID.maximumLength) characters)")
+            }
+            id = value
+        }
+        var policy = MessageStoragePolicy.mostRecentMessageStored
+        if let value = fields.optional("messageStoragePolicy") {
+            policy = MessageStoragePolicy(rawValue: try value.integer(in: 0...1))!
+        }
+        return (bundleID, environment, id, policy)
     }
 }

@@ -63,6 +63,17 @@ public struct LintFinding: Sendable, Equatable, Hashable {
         case liveActivityMissingContentState = "liveactivity-missing-content-state"
         /// A `start` event without `attributes-type` and `attributes`.
         case liveActivityStartMissingAttributes = "liveactivity-start-missing-attributes"
+        /// A `start` event without `alert` (Apple requires one to start an activity).
+        case liveActivityStartMissingAlert = "liveactivity-start-missing-alert"
+        /// `aps.stale-date` or `aps.dismissal-date` is not a number of seconds.
+        case liveActivityDateNotNumber = "liveactivity-date-not-a-number"
+        /// `aps.input-push-token` is present but not the number 1.
+        case liveActivityInputPushTokenNot1 = "liveactivity-input-push-token-not-1"
+        /// `aps.input-push-channel` is not a string, or (checked with the channel registry) names no
+        /// channel of the app in the request's environment.
+        case liveActivityUnknownChannel = "liveactivity-unknown-channel"
+        /// A broadcast with `aps.event` `start`: broadcasts cannot start a Live Activity.
+        case broadcastStartsLiveActivity = "broadcast-starts-liveactivity"
         /// An MDM push without its top-level `mdm` string (the device's PushMagic).
         case mdmMissingPushMagic = "mdm-missing-push-magic"
         /// Not about the payload: the provider token's `iat` is a decimal or a string of digits
@@ -169,6 +180,10 @@ public enum Lint {
         var contentState: Int?
         var attributesType: Int?
         var attributes: Int?
+        var staleDate: Int?
+        var dismissalDate: Int?
+        var inputPushToken: Int?
+        var inputPushChannel: Int?
         /// Key tokens of members Apple does not define.
         var unknown: [Int] = []
 
@@ -187,6 +202,10 @@ public enum Lint {
                 else if tape.keyEquals(key, "content-state") { take(&contentState) }
                 else if tape.keyEquals(key, "attributes-type") { take(&attributesType) }
                 else if tape.keyEquals(key, "attributes") { take(&attributes) }
+                else if tape.keyEquals(key, "stale-date") { take(&staleDate) }
+                else if tape.keyEquals(key, "dismissal-date") { take(&dismissalDate) }
+                else if tape.keyEquals(key, "input-push-token") { take(&inputPushToken) }
+                else if tape.keyEquals(key, "input-push-channel") { take(&inputPushChannel) }
                 else if !Lint.isKnownAPSKey(tape, key) { unknown.append(key) }
             }
         }
@@ -272,6 +291,44 @@ public enum Lint {
             findings.append(LintFinding(
                 .liveActivityStartMissingAttributes, "Live Activity \"start\" event without \"aps.attributes-type\" and \"aps.attributes\""))
         }
+        if eventName == .start, keys.alert == nil {
+            findings.append(LintFinding(.liveActivityStartMissingAlert, "Live Activity \"start\" event without \"aps.alert\""))
+        }
+        for (name, date) in [("stale-date", keys.staleDate), ("dismissal-date", keys.dismissalDate)] {
+            if let date, tape.kind(date) != .number {
+                findings.append(LintFinding(
+                    .liveActivityDateNotNumber, "\"aps.\(name)\" is \(describe(tape, date)), not UNIX seconds"))
+            }
+        }
+        if let token = keys.inputPushToken, tape.integer(token) != 1 {
+            findings.append(LintFinding(
+                .liveActivityInputPushTokenNot1, "\"aps.input-push-token\" is \(describe(tape, token)), not 1"))
+        }
+        if let channel = keys.inputPushChannel, tape.kind(channel) != .string {
+            findings.append(LintFinding(
+                .liveActivityUnknownChannel, "\"aps.input-push-channel\" is \(describe(tape, channel)), not a channel ID"))
+        }
+    }
+
+    /// Whether `payload`'s `aps.event` is `start` (a broadcast cannot start a Live Activity).
+    public static func startsLiveActivity(_ payload: [UInt8]) -> Bool {
+        guard let tape = try? JSONTape(payload), tape.kind(tape.root) == .object,
+              let aps = tape.member(tape.root, "aps"), tape.kind(aps) == .object,
+              let event = tape.member(aps, "event") else { return false }
+        return LiveActivityEvent(tape, event) == .start
+    }
+
+    /// The channel ID a Live Activity `start` payload subscribes to (`aps.input-push-channel`), if
+    /// it has one as a string. Most payloads have none: a byte search rules them out first.
+    public static func inputPushChannel(_ payload: [UInt8]) -> String? {
+        let key = Array("input-push-channel".utf8)
+        guard payload.count > key.count,
+              (0...(payload.count - key.count)).contains(where: { payload[$0..<($0 + key.count)].elementsEqual(key) }),
+              let tape = try? JSONTape(payload), tape.kind(tape.root) == .object,
+              let aps = tape.member(tape.root, "aps"), tape.kind(aps) == .object,
+              let channel = tape.member(aps, "input-push-channel"), tape.kind(channel) == .string
+        else { return nil }
+        return tape.string(channel)
     }
 
     private enum LiveActivityEvent: String {

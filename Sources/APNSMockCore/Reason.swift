@@ -18,6 +18,15 @@ public enum Reason: String, CaseIterable, Sendable, Codable {
     case missingTopic = "MissingTopic"
     case payloadEmpty = "PayloadEmpty"
     case topicDisallowed = "TopicDisallowed"
+    // 400, broadcast push (channel management and broadcasts)
+    case featureNotEnabled = "FeatureNotEnabled"
+    case missingChannelId = "MissingChannelId"
+    case badChannelId = "BadChannelId"
+    case channelNotRegistered = "ChannelNotRegistered"
+    case badRequestParams = "BadRequestParams"
+    case badRequestPayload = "BadRequestPayload"
+    case missingPushType = "MissingPushType"
+    case cannotCreateChannelConfig = "CannotCreateChannelConfig"
     // 403
     case badCertificate = "BadCertificate"
     case badCertificateEnvironment = "BadCertificateEnvironment"
@@ -27,6 +36,8 @@ public enum Reason: String, CaseIterable, Sendable, Codable {
     case missingProviderToken = "MissingProviderToken"
     case unrelatedKeyIdInToken = "UnrelatedKeyIdInToken"
     case badEnvironmentKeyIdInToken = "BadEnvironmentKeyIdInToken"
+    /// Broadcast push: the token's or certificate's apps do not include the bundle in the path.
+    case topicMismatch = "TopicMismatch"
     // 404
     case badPath = "BadPath"
     // 405
@@ -50,11 +61,13 @@ public enum Reason: String, CaseIterable, Sendable, Codable {
         switch self {
         case .badCollapseId, .badDeviceToken, .badExpirationDate, .badMessageId, .badPriority,
              .badTopic, .deviceTokenNotForTopic, .duplicateHeaders, .idleTimeout, .invalidPushType,
-             .missingDeviceToken, .missingTopic, .payloadEmpty, .topicDisallowed:
+             .missingDeviceToken, .missingTopic, .payloadEmpty, .topicDisallowed,
+             .featureNotEnabled, .missingChannelId, .badChannelId, .channelNotRegistered, .badRequestParams,
+             .badRequestPayload, .missingPushType, .cannotCreateChannelConfig:
             return 400
         case .badCertificate, .badCertificateEnvironment, .expiredProviderToken, .forbidden,
              .invalidProviderToken, .missingProviderToken, .unrelatedKeyIdInToken,
-             .badEnvironmentKeyIdInToken:
+             .badEnvironmentKeyIdInToken, .topicMismatch:
             return 403
         case .badPath:
             return 404

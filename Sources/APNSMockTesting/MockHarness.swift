@@ -61,6 +61,8 @@ public enum MockHarness {
         var configuration = ServerConfiguration()
         configuration.port = 0
         configuration.admin.port = 0
+        configuration.broadcast.sandboxPort = 0
+        configuration.broadcast.productionPort = 0
         configuration.threads = 2
         configuration.certificatePath = material.serverCertificatePath
         configuration.privateKeyPath = material.serverKeyPath
@@ -88,6 +90,10 @@ public struct RunningMock: Sendable {
 
     /// The APNs listener's port on 127.0.0.1.
     public var apnsPort: Int { listener.port }
+    /// The channel-management listener's port of `environment` on 127.0.0.1.
+    public func channelManagementPort(_ environment: APNSEnvironment) -> Int {
+        environment == .sandbox ? listener.broadcastSandboxPort : listener.broadcastProductionPort
+    }
     /// The CA a client must trust to talk to this mock.
     public var caPath: String { certificates.caPath }
     /// `https://localhost:<port>` — `localhost` is among the server certificate's names.

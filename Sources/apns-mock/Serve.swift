@@ -25,6 +25,12 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Admin listener port; 0 picks a free one (default 2198).")
     var adminPort: Int?
 
+    @Option(help: "Channel-management listener port, sandbox; 0 picks a free one (default 2195).")
+    var broadcastSandboxPort: Int?
+
+    @Option(help: "Channel-management listener port, production; 0 picks a free one (default 2196).")
+    var broadcastProductionPort: Int?
+
     @Option(help: "Directory of certificates and keys; missing ones are created (default ./certs).")
     var certs: String?
 
@@ -45,6 +51,9 @@ struct Serve: AsyncParsableCommand {
     func validate() throws {
         if let port, !(0...65535).contains(port) { throw ValidationError("--port must be between 0 and 65535") }
         if let adminPort, !(0...65535).contains(adminPort) { throw ValidationError("--admin-port must be between 0 and 65535") }
+        for (name, port) in [("--broadcast-sandbox-port", broadcastSandboxPort), ("--broadcast-production-port", broadcastProductionPort)] {
+            if let port, !(0...65535).contains(port) { throw ValidationError("\(name) must be between 0 and 65535") }
+        }
         if let threads, threads < 1 { throw ValidationError("--threads must be at least 1") }
         if let recordingCapacity, recordingCapacity < 0 { throw ValidationError("--recording-capacity must be 0 or more") }
     }
@@ -57,6 +66,8 @@ struct Serve: AsyncParsableCommand {
         if let port { file.server.port = port }
         if let adminHost { file.admin.host = adminHost }
         if let adminPort { file.admin.port = adminPort }
+        if let broadcastSandboxPort { file.broadcast.sandboxPort = broadcastSandboxPort }
+        if let broadcastProductionPort { file.broadcast.productionPort = broadcastProductionPort }
         if let environment { file.environment = environment }
         if let certs {
             file.tls.certificate = certs + "/server.pem"
@@ -100,7 +111,9 @@ struct Serve: AsyncParsableCommand {
         }
         let environmentName = server.environment
         let apns = APNSMockServer(configuration: server, logger: logger) { listener in
-            Console.line("apns-mock listening apns=\(listener.port) admin=\(listener.adminPort)")
+            Console.line(
+                "apns-mock listening apns=\(listener.port) admin=\(listener.adminPort)"
+                    + " broadcast-sandbox=\(listener.broadcastSandboxPort) broadcast-production=\(listener.broadcastProductionPort)")
             Banner.print(material: material, demo: demo, port: listener.port, environment: environmentName)
         }
         let group = ServiceGroup(

@@ -13,18 +13,28 @@ struct APNSResponse: Sendable {
         /// Generated because the request had none (or an invalid one): an uppercase UUID.
         case generated(UUIDValue)
 
-        var text: String {
+        /// An `apns-id` is generated in uppercase, an `apns-request-id` in lowercase (as Apple
+        /// shows each).
+        func text(uppercase: Bool = true) -> String {
             switch self {
             case .echoed(let text): text
-            case .generated(let value): value.text(uppercase: true)
+            case .generated(let value): value.text(uppercase: uppercase)
             }
         }
 
-        var headerValue: HTTP2Response.Value {
+        var text: String { text() }
+
+        func headerValue(uppercase: Bool = true) -> HTTP2Response.Value {
             switch self {
             case .echoed(let text): .text(text)
-            case .generated(let value): .uuid(value, uppercase: true)
+            case .generated(let value): .uuid(value, uppercase: uppercase)
             }
+        }
+
+        /// The client's id when it is a canonical UUID, else a generated one.
+        static func take(_ sent: String?, random: inout FastRandom) -> RequestID {
+            if let sent, HeaderSyntax.isCanonicalUUID(sent) { return .echoed(sent) }
+            return .generated(UUIDValue.random(using: &random))
         }
     }
 
@@ -49,7 +59,7 @@ struct APNSResponse: Sendable {
     /// repeat, so they are not HPACK-indexed.
     var http2: HTTP2Response {
         var response = HTTP2Response(status: status, body: rejection.map(ErrorBody.bytes(for:)) ?? [])
-        response.add("apns-id", apnsID.headerValue, indexed: false)
+        response.add("apns-id", apnsID.headerValue(), indexed: false)
         if let uniqueID {
             response.add("apns-unique-id", .uuid(uniqueID, uppercase: false), indexed: false)
         }

@@ -17,6 +17,7 @@ struct ConnectionContext: Sendable {
 struct ConnectionState {
     var random = FastRandom()
     var devices: DeviceStore.Snapshot
+    var channels: ChannelStore.Snapshot
     var memo = ValidationMemo()
     /// The shape of the connection's last record, shared by the records that repeat it.
     var recordShape: RequestShape?
@@ -28,8 +29,9 @@ struct ConnectionState {
     /// Requests this connection has carried.
     var requestCount = 0
 
-    init(devices: DeviceStore) {
-        self.devices = DeviceStore.Snapshot(devices)
+    init(state: MockState) {
+        devices = DeviceStore.Snapshot(state.devices)
+        channels = ChannelStore.Snapshot(state.channels)
     }
 
     /// Wall-clock milliseconds when the bytes being processed were read: taken once per read

@@ -20,17 +20,15 @@ struct DeviceAPI: Sendable {
     let authenticator: Authenticator
     let defaultEnvironment: APNSEnvironment
 
-    init(configuration: ServerConfiguration, tokenKeys: TokenKeys) {
+    init(configuration: ServerConfiguration, authenticator: Authenticator) {
         validator = Validator(settings: configuration.validation)
         defaultEnvironment = configuration.environment
-        authenticator = Authenticator(
-            keys: tokenKeys, settings: configuration.validation, tokenUpdateInterval: configuration.tokenUpdateInterval,
-            fallbackTopics: configuration.allowedTopics, narrowsTopics: configuration.allowedTopics != .any)
+        self.authenticator = authenticator
     }
 
     func decide(
         _ request: borrowing PushRequest, context: ConnectionContext, state: inout ConnectionState,
-        devices: DeviceStore
+        devices: DeviceStore, channels: ChannelStore
     ) -> DeviceVerdict {
         let environment = state.environment(of: request, context: context, fallback: defaultEnvironment)
         let auth = authenticator.authenticate(
@@ -38,13 +36,21 @@ struct DeviceAPI: Sendable {
         let requestContext = RequestContext(
             environment: environment, allowedTopics: auth.allowedTopics, certificateTopic: auth.certificateTopic,
             authenticationFailure: auth.failure, devices: state.devices.refreshed(from: devices))
-        let decision = validator.validate(request, context: requestContext, memo: &state.memo)
-        let apnsID: APNSResponse.RequestID
-        if let sent = request.apnsID, HeaderSyntax.isCanonicalUUID(sent) {
-            apnsID = .echoed(sent)
-        } else {
-            apnsID = .generated(UUIDValue.random(using: &state.random))
+        var decision = validator.validate(request, context: requestContext, memo: &state.memo)
+        if case .accepted(var push) = decision, push.pushType == .liveactivity,
+           let bundleID = push.pushType.bundleID(inTopic: push.topic) {
+            // A Live Activity that subscribes to a channel (`input-push-channel`) needs the channel
+            // to exist for the app in this environment: a finding that needs the registry.
+            let findings = BroadcastValidator.channelFindings(
+                request.body, bundleID: String(bundleID),
+                context: BroadcastContext(environment: environment, channels: state.channels.refreshed(from: channels)))
+            if !findings.isEmpty {
+                push.lint += findings
+                decision = validator.settings.strictLint
+                    ? .rejected(Rejection(validator.settings.lintRejectionReason)) : .accepted(push)
+            }
         }
+        let apnsID = APNSResponse.RequestID.take(request.apnsID, random: &state.random)
         let response: APNSResponse
         switch decision {
         case .accepted:

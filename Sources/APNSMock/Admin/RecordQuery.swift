@@ -25,10 +25,11 @@ public struct RecordQuery: Sendable, Equatable {
     public init(
         token: String? = nil, topic: String? = nil, pushType: String? = nil, apnsId: String? = nil,
         collapseId: String? = nil, outcome: RecordFilter.Outcome? = nil, reason: String? = nil,
-        since: UInt64? = nil, limit: Int? = nil
+        kind: RecordKind? = nil, channelId: String? = nil, since: UInt64? = nil, limit: Int? = nil
     ) {
         var filter = RecordFilter(
-            token: token, topic: topic, pushType: pushType, apnsId: apnsId, collapseId: collapseId, reason: reason)
+            token: token, topic: topic, pushType: pushType, apnsId: apnsId, collapseId: collapseId, reason: reason,
+            kind: kind?.rawValue, channelId: channelId)
         // Asking for a reason implies rejected records, unless the outcome is given.
         filter.outcome = outcome ?? (reason == nil ? .accepted : .all)
         self.init(filter: filter, since: since, limit: limit)
@@ -37,7 +38,7 @@ public struct RecordQuery: Sendable, Equatable {
     /// The text filters: parameter name and field.
     private static let textParameters: [(name: String, field: any WritableKeyPath<RecordFilter, String?> & Sendable)] = [
         ("token", \.token), ("topic", \.topic), ("pushType", \.pushType), ("apnsId", \.apnsId),
-        ("collapseId", \.collapseId), ("reason", \.reason),
+        ("collapseId", \.collapseId), ("reason", \.reason), ("kind", \.kind), ("channelId", \.channelId),
     ]
 
     /// Every parameter name a query takes.
@@ -74,6 +75,9 @@ public struct RecordQuery: Sendable, Equatable {
         if let reason = filter.reason, Reason(rawValue: reason) == nil,
            reason != EnvironmentKeyReasonSpelling.observed.rawValue {
             throw ParameterError(message: "reason: \"\(reason)\" is not a reason APNs sends")
+        }
+        if let kind = filter.kind, RecordKind(rawValue: kind) == nil {
+            throw ParameterError(message: "kind: \"\(kind)\" is not device, broadcast or channel")
         }
         if let outcome = parameters["outcome"] {
             guard let parsed = RecordFilter.Outcome(rawValue: outcome) else {

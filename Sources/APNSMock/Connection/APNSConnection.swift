@@ -49,7 +49,7 @@ final class APNSConnection {
         self.logger = logger
         self.logger[metadataKey: "connection"] = "\(id)"
         self.context = ConnectionContext(connectionID: id, sniEnvironment: nil)
-        self.requestState = ConnectionState(devices: router.state.devices)
+        self.requestState = ConnectionState(state: router.state)
     }
 
     /// True once the connection has nothing left to do but flush its output and close.
@@ -236,8 +236,19 @@ extension APNSConnection: HTTP2SessionDelegate {
             switch router.endpoint(for: request.path) {
             case .devicePush:
                 let verdict = router.device.decide(
-                    request, context: context, state: &requestState, devices: router.state.devices)
+                    request, context: context, state: &requestState, devices: router.state.devices,
+                    channels: router.state.channels)
                 return router.recorder.conclude(
+                    verdict, request: request, streamID: streamID, context: context, connection: &requestState)
+            case .broadcast:
+                let verdict = router.broadcast.decide(
+                    request, context: context, state: &requestState, channels: router.state.channels)
+                return router.recorder.concludeBroadcast(
+                    verdict, request: request, streamID: streamID, context: context, connection: &requestState)
+            case .channelManagement(let environment):
+                let verdict = router.channels.decide(
+                    request, environment: environment, state: &requestState, channels: router.state.channels)
+                return router.recorder.concludeChannelRequest(
                     verdict, request: request, streamID: streamID, context: context, connection: &requestState)
             }
         }

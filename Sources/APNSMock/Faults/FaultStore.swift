@@ -82,7 +82,7 @@ final class FaultStore: Sendable {
     }
 
     /// The first rule matching the request that fires (after its probability roll), counted.
-    func apply(to request: PushRequest, decision: Decision) -> FaultRule? {
+    func apply(to request: borrowing PushRequest, decision: Decision) -> FaultRule? {
         guard hasRules.load(ordering: .acquiring) else { return nil }
         let accepted = decision.acceptedPush
         let token: String?
@@ -95,6 +95,13 @@ final class FaultStore: Sendable {
         }
         let topic = accepted?.topic ?? request.topic
         let pushType = accepted?.pushType ?? request.pushType.flatMap(PushType.init(headerValue:))
+        return apply(token: token, topic: topic, pushType: pushType)
+    }
+
+    /// The first rule matching a request with these values that fires (broadcast-side requests
+    /// have no token; their topic is the app's bundle ID).
+    func apply(token: String?, topic: String?, pushType: PushType?) -> FaultRule? {
+        guard hasRules.load(ordering: .acquiring) else { return nil }
         return state.withLock { state -> FaultRule? in
             for index in state.entries.indices {
                 let rule = state.entries[index].rule

@@ -54,11 +54,19 @@ public struct NotificationRecord: Codable, Sendable, Equatable {
     public var streamId: Int32
     /// Request headers (pseudo-headers included) except `authorization`, which is never stored.
     public var headers: [String: String]
+    /// `device`, `broadcast` or `channel` (``RecordKind``).
+    public var kind: String
+    /// Broadcast side: the channel named in `apns-channel-id`, or the one a create made.
+    public var channelId: String?
+    /// Broadcast side: the response's `apns-request-id`.
+    public var requestId: String?
+    /// Channel management: `create`, `read`, `delete` or `list`.
+    public var operation: String?
 
     enum CodingKeys: String, CodingKey {
         case seq, apnsId, uniqueId, receivedAt, token, topic, pushType, priority, expiration, collapseId
         case environment, auth, payload, payloadEncoding, payloadSize, status, reason, timestamp, lint
-        case injected, action, connectionId, streamId, headers
+        case injected, action, connectionId, streamId, headers, kind, channelId, requestId, operation
     }
 
     enum AuthKeys: String, CodingKey {
@@ -98,6 +106,10 @@ public struct NotificationRecord: Codable, Sendable, Equatable {
         try c.encode(connectionId, forKey: .connectionId)
         try c.encode(streamId, forKey: .streamId)
         try c.encode(headers, forKey: .headers)
+        try c.encode(kind, forKey: .kind)
+        try c.encode(channelId, forKey: .channelId)
+        try c.encode(requestId, forKey: .requestId)
+        try c.encode(operation, forKey: .operation)
     }
 }
 

@@ -19,9 +19,22 @@ final class RequestShape: Sendable {
     /// Kept per record rather than in the shape.
     static let perRecord: KnownHeader.Set = [KnownHeader.Set(.path), KnownHeader.Set(.apnsID)]
 
-    init(
+    convenience init(
         _ request: consuming PushRequest, accepted: AcceptedPush?, environment: APNSEnvironment, auth: AuthSummary,
         connectionID: UInt64
+    ) {
+        self.init(
+            request,
+            interpreted: accepted.map {
+                RawRecord.Interpreted(
+                    priority: $0.priority, expiration: $0.expiration, pushType: $0.pushType, topic: $0.topic, lint: $0.lint)
+            },
+            environment: environment, auth: auth, connectionID: connectionID)
+    }
+
+    init(
+        _ request: consuming PushRequest, interpreted: RawRecord.Interpreted?, environment: APNSEnvironment,
+        auth: AuthSummary, connectionID: UInt64
     ) {
         var kept = request
         for header in KnownHeader.allCases where !header.isRecorded || Self.perRecord.contains(header) {
@@ -33,10 +46,7 @@ final class RequestShape: Sendable {
         kept.body = body
         kept.otherHeaders = kept.otherHeaders.map { $0 }
         self.request = kept
-        self.interpreted = accepted.map {
-            RawRecord.Interpreted(
-                priority: $0.priority, expiration: $0.expiration, pushType: $0.pushType, topic: $0.topic, lint: $0.lint)
-        }
+        self.interpreted = interpreted
         self.environment = environment
         self.auth = auth
         self.connectionID = connectionID
@@ -83,6 +93,22 @@ struct RawRecord: Sendable {
     var injected: Bool
     var action: FaultRule.Action?
     var streamID: Int32
+    /// What a broadcast or a channel-management request adds; `nil` for a device push.
+    var broadcast: BroadcastDetails?
+
+    /// A record of the broadcast side: which kind, which channel, which operation.
+    final class BroadcastDetails: Sendable {
+        let kind: RecordKind
+        /// The channel the request named in `apns-channel-id`, or the one it created.
+        let channelID: String?
+        let operation: ChannelOperation?
+
+        init(kind: RecordKind, channelID: String?, operation: ChannelOperation?) {
+            self.kind = kind
+            self.channelID = channelID
+            self.operation = operation
+        }
+    }
 
     /// The accepted push's interpreted values that the headers alone do not give.
     struct Interpreted: Sendable {
@@ -96,8 +122,9 @@ struct RawRecord: Sendable {
     init(
         seq: UInt64 = 0, receivedAt: Int64, shape: RequestShape, path: String?, apnsIDHeader: String?, apnsID: APNSResponse.RequestID,
         uniqueID: UUIDValue?, status: Int?, rejection: Rejection?, injected: Bool, action: FaultRule.Action?,
-        streamID: Int32
+        streamID: Int32, broadcast: BroadcastDetails? = nil
     ) {
+        self.broadcast = broadcast
         self.seq = seq
         self.receivedAt = receivedAt
         self.shape = shape
@@ -125,18 +152,17 @@ struct RawRecord: Sendable {
     var auth: AuthSummary { shape.auth }
     var connectionID: UInt64 { shape.connectionID }
 
-    /// Accepted: answered 200 by the mock's own rules or an injected 200 (a fault with only a
-    /// delay). Everything else counts as rejected.
-    var isAccepted: Bool { status == 200 }
+    /// Accepted: answered with a success (200, or 201/204 for channel management) by the mock's
+    /// own rules or after an injected delay only. Everything else counts as rejected.
+    var isAccepted: Bool { status != nil && rejection == nil }
 
     var reasonText: String? { rejection?.wireReason }
 
-    var apnsIDText: String {
-        switch apnsID {
-        case .echoed(let text): return text
-        case .generated(let value): return value.text(uppercase: true)
-        }
-    }
+    var kind: RecordKind { broadcast?.kind ?? .device }
+
+    /// The response's id: `apns-id` of a device push (generated uppercase), `apns-request-id` on
+    /// the broadcast side (generated lowercase).
+    var apnsIDText: String { apnsID.text(uppercase: broadcast == nil) }
 
     /// The canonical token from `:path`.
     var token: String? {
@@ -186,7 +212,11 @@ struct RawRecord: Sendable {
             action: action?.rawValue,
             connectionId: connectionID,
             streamId: streamID,
-            headers: headers)
+            headers: headers,
+            kind: kind.rawValue,
+            channelId: broadcast?.channelID,
+            requestId: broadcast == nil ? nil : apnsIDText,
+            operation: broadcast?.operation?.rawValue)
     }
 
     private static func payload(_ body: [UInt8]) -> (RecordJSON?, NotificationRecord.PayloadEncoding?) {
@@ -214,11 +244,17 @@ public struct RecordFilter: Sendable, Equatable {
     public var collapseId: String?
     public var outcome: Outcome = .accepted
     public var reason: String?
+    /// `device`, `broadcast` or `channel`; `nil` for every kind.
+    public var kind: String?
+    public var channelId: String?
 
     public init(
         token: String? = nil, topic: String? = nil, pushType: String? = nil, apnsId: String? = nil,
-        collapseId: String? = nil, outcome: Outcome = .accepted, reason: String? = nil
+        collapseId: String? = nil, outcome: Outcome = .accepted, reason: String? = nil, kind: String? = nil,
+        channelId: String? = nil
     ) {
+        self.kind = kind
+        self.channelId = channelId
         self.token = token.map(DeviceToken.canonical)
         self.topic = topic
         self.pushType = pushType
@@ -235,6 +271,8 @@ public struct RecordFilter: Sendable, Equatable {
         case .all: break
         }
         if let reason, record.reasonText != reason { return false }
+        if let kind, record.kind.rawValue != kind { return false }
+        if let channelId, record.broadcast?.channelID != channelId { return false }
         // apns-id compared case-insensitively: generated ids are uppercase, clients often send lowercase.
         if let apnsId, record.apnsIDText.lowercased() != apnsId.lowercased() { return false }
         guard topic != nil || pushType != nil || collapseId != nil || token != nil else { return true }
@@ -244,4 +282,14 @@ public struct RecordFilter: Sendable, Equatable {
         if let token, record.token != token { return false }
         return true
     }
+}
+
+/// What a record is of.
+public enum RecordKind: String, Sendable, Codable, CaseIterable {
+    /// A device push, `POST /3/device/<token>`.
+    case device
+    /// A broadcast on a channel, `POST /4/broadcasts/apps/<bundle>`.
+    case broadcast
+    /// A channel-management request (create, read, delete, list).
+    case channel
 }

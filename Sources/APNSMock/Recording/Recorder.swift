@@ -2,11 +2,40 @@ import APNSMockCore
 import Logging
 
 /// Applies the mock's state to a decided request and keeps what happened: the rate limiter and the
-/// fault rules may change the verdict, then the outcome is counted, recorded and logged. The one
-/// place where a request touches shared state, after deciding (``DeviceAPI``) is done.
+/// fault rules may change the verdict, a channel is created or deleted, then the outcome is counted,
+/// recorded and logged. The one place where a request touches shared state, after deciding
+/// (``DeviceAPI``, ``BroadcastAPI``, ``ChannelAPI``) is done.
 struct Recorder: Sendable {
     let state: MockState
     let logger: Logger
+
+    /// What a fault rule made of the answer: its action, or a replacement rejection.
+    private struct Injection {
+        var rule: FaultRule
+        var action: FaultRule.Action?
+        var answerAction: Answer.Action?
+        /// The rejection the rule answers with instead of the decided response.
+        var rejection: Rejection?
+    }
+
+    private func injection(for rule: FaultRule?) -> Injection? {
+        guard let rule else { return nil }
+        var injection = Injection(rule: rule)
+        if let action = rule.action {
+            injection.action = action
+            switch action {
+            case .reset: injection.answerAction = .resetStream
+            case .close: injection.answerAction = .close
+            case .goaway: injection.answerAction = .goAway(debugData: ErrorBody.bytes(for: rule.respond?.reason ?? .shutdown))
+            }
+        } else if var rejection = rule.respond {
+            if rejection.reason.carriesTimestamp, rejection.timestamp == nil {
+                rejection.timestamp = Clock.nowMilliseconds()
+            }
+            injection.rejection = rejection
+        }
+        return injection
+    }
 
     /// The device push's final answer.
     func conclude(
@@ -24,23 +53,13 @@ struct Recorder: Sendable {
         }
 
         var answer = Answer(response: response.http2)
-        var injected = false
-        var action: FaultRule.Action?
-        if let rule = state.faults.apply(to: request, decision: decision) {
-            injected = true
-            answer.delayMs = rule.delayMs
-            if let ruleAction = rule.action {
-                action = ruleAction
+        let injected = injection(for: state.faults.apply(to: request, decision: decision))
+        if let injected {
+            answer.delayMs = injected.rule.delayMs
+            if let action = injected.answerAction {
                 answer.response = nil
-                switch ruleAction {
-                case .reset: answer.action = .resetStream
-                case .close: answer.action = .close
-                case .goaway: answer.action = .goAway(debugData: ErrorBody.bytes(for: rule.respond?.reason ?? .shutdown))
-                }
-            } else if var rejection = rule.respond {
-                if rejection.reason.carriesTimestamp, rejection.timestamp == nil {
-                    rejection.timestamp = Clock.nowMilliseconds()
-                }
+                answer.action = action
+            } else if let rejection = injected.rejection {
                 response = .rejected(rejection, apnsID: response.apnsID)
                 answer.response = response.http2
             }
@@ -48,6 +67,148 @@ struct Recorder: Sendable {
 
         let status = answer.response == nil ? nil : response.status
         let rejection = answer.response == nil ? nil : response.rejection
+        note(status: status, rejection: rejection, action: injected?.action, kind: .device, id: response.apnsIDText,
+             streamID: streamID, context: context, connection: &connection)
+        if state.records.isEnabled {
+            let receivedAt = connection.readTime()
+            let shape = connection.recordShape(
+                for: request, accepted: decision.isAccepted,
+                interpreted: {
+                    decision.acceptedPush.map {
+                        RawRecord.Interpreted(
+                            priority: $0.priority, expiration: $0.expiration, pushType: $0.pushType, topic: $0.topic,
+                            lint: $0.lint)
+                    }
+                },
+                environment: verdict.environment, auth: verdict.auth, connectionID: context.connectionID)
+            let path = request.path, apnsIDHeader = request.apnsID, apnsID = response.apnsID
+            let uniqueID = answer.response == nil ? nil : response.uniqueID
+            let isInjected = injected != nil, action = injected?.action
+            state.records.append { seq in
+                RawRecord(
+                    seq: seq, receivedAt: receivedAt, shape: shape, path: path, apnsIDHeader: apnsIDHeader,
+                    apnsID: apnsID, uniqueID: uniqueID, status: status, rejection: rejection, injected: isInjected,
+                    action: action, streamID: streamID)
+            }
+        }
+        return answer
+    }
+
+    /// A broadcast's final answer: 200 with `apns-request-id` and `apns-unique-id`, or its rejection.
+    func concludeBroadcast(
+        _ decided: BroadcastSideVerdict<BroadcastVerdict>, request: borrowing PushRequest, streamID: Int32,
+        context: ConnectionContext, connection: inout ConnectionState
+    ) -> Answer {
+        var response: BroadcastResponse
+        var interpreted: RawRecord.Interpreted?
+        switch decided.verdict.outcome {
+        case .accepted(let broadcast):
+            response = BroadcastResponse(
+                status: 200, requestID: decided.requestID, uniqueID: UUIDValue.random(using: &connection.random))
+            interpreted = RawRecord.Interpreted(
+                priority: broadcast.priority, expiration: broadcast.expiration, pushType: .liveactivity,
+                topic: broadcast.channel.bundleID, lint: broadcast.lint)
+        case .rejected(let rejection):
+            response = .rejected(rejection, requestID: decided.requestID)
+        }
+        let rule = state.faults.apply(token: nil, topic: decided.verdict.bundleID, pushType: .liveactivity)
+        return finish(
+            response: &response, injected: injection(for: rule), kind: .broadcast, channelID: decided.verdict.channelID,
+            operation: nil, interpreted: interpreted, environment: decided.environment, auth: decided.auth,
+            request: request, streamID: streamID, context: context, connection: &connection)
+    }
+
+    /// A channel-management request's final answer. A create or delete happens here, once no fault
+    /// rule replaced the answer: a client told "503" must not find the channel created.
+    func concludeChannelRequest(
+        _ decided: BroadcastSideVerdict<ChannelRequestVerdict>, request: borrowing PushRequest, streamID: Int32,
+        context: ConnectionContext, connection: inout ConnectionState
+    ) -> Answer {
+        let verdict = decided.verdict
+        let rule = state.faults.apply(token: nil, topic: verdict.bundleID, pushType: nil)
+        let injected = injection(for: rule)
+        var outcome = verdict.outcome
+        var channelID = verdict.channelID
+        if injected?.answerAction == nil, injected?.rejection == nil, let bundleID = verdict.bundleID {
+            switch outcome {
+            case .create(let policy):
+                switch state.channels.create(bundleID: bundleID, environment: decided.environment, policy: policy) {
+                case .success(let channel):
+                    channelID = channel.id
+                    var response = BroadcastResponse(status: 201, requestID: decided.requestID, channelID: channel.id)
+                    return finish(
+                        response: &response, injected: injected, kind: .channel, channelID: channelID,
+                        operation: verdict.operation, interpreted: nil, environment: decided.environment,
+                        auth: decided.auth, request: request, streamID: streamID, context: context,
+                        connection: &connection)
+                case .failure:
+                    outcome = .rejected(Rejection(.cannotCreateChannelConfig))
+                }
+            case .delete(let channel):
+                if state.channels.delete(id: channel.id, bundleID: channel.bundleID, environment: channel.environment) == nil {
+                    // Deleted by another request since this connection's snapshot was taken.
+                    outcome = .rejected(Rejection(.channelNotRegistered))
+                }
+            case .read, .list, .rejected:
+                break
+            }
+        }
+        var response = ChannelAPI.response(to: outcome, requestID: decided.requestID)
+        return finish(
+            response: &response, injected: injected, kind: .channel, channelID: channelID, operation: verdict.operation,
+            interpreted: nil, environment: decided.environment, auth: decided.auth, request: request,
+            streamID: streamID, context: context, connection: &connection)
+    }
+
+    /// Applies a fault rule's outcome to a broadcast-side response, then counts and records it.
+    private func finish(
+        response: inout BroadcastResponse, injected: Injection?, kind: RecordKind, channelID: String?,
+        operation: ChannelOperation?, interpreted: RawRecord.Interpreted?, environment: APNSEnvironment,
+        auth: AuthSummary, request: borrowing PushRequest, streamID: Int32, context: ConnectionContext,
+        connection: inout ConnectionState
+    ) -> Answer {
+        var answer = Answer(response: nil)
+        if let injected {
+            answer.delayMs = injected.rule.delayMs
+            answer.action = injected.answerAction
+            if let rejection = injected.rejection {
+                response = .rejected(rejection, requestID: response.requestID)
+            }
+        }
+        if answer.action == nil {
+            answer.response = response.http2
+        }
+        let status = answer.response == nil ? nil : response.status
+        let rejection = answer.response == nil ? nil : response.rejection
+        state.statistics.count(kind: kind)
+        note(status: status, rejection: rejection, action: injected?.action, kind: kind,
+             id: response.requestID.text(uppercase: false), streamID: streamID, context: context, connection: &connection)
+        if state.records.isEnabled {
+            let receivedAt = connection.readTime()
+            // Broadcast-side records do not share shapes: their rates are far below device pushes'.
+            let shape = RequestShape(
+                copy request, interpreted: interpreted, environment: environment, auth: auth,
+                connectionID: context.connectionID)
+            let path = request.path, apnsIDHeader = request.apnsID, requestID = response.requestID
+            let uniqueID = answer.response == nil ? nil : response.uniqueID
+            let details = RawRecord.BroadcastDetails(kind: kind, channelID: channelID, operation: operation)
+            let isInjected = injected != nil, action = injected?.action
+            state.records.append { seq in
+                RawRecord(
+                    seq: seq, receivedAt: receivedAt, shape: shape, path: path, apnsIDHeader: apnsIDHeader,
+                    apnsID: requestID, uniqueID: uniqueID, status: status, rejection: rejection, injected: isInjected,
+                    action: action, streamID: streamID, broadcast: details)
+            }
+        }
+        return answer
+    }
+
+    /// Counts the outcome, tells the connection's credentials what it was answered, and logs a
+    /// rejection.
+    private func note(
+        status: Int?, rejection: Rejection?, action: FaultRule.Action?, kind: RecordKind, id: @autoclosure () -> String,
+        streamID: Int32, context: ConnectionContext, connection: inout ConnectionState
+    ) {
         connection.auth.noteAnswered(rejection?.reason)
         state.statistics.count(status: status, rejection: rejection, action: action)
         if let rejection {
@@ -56,43 +217,27 @@ struct Recorder: Sendable {
                 metadata: [
                     "connection": "\(context.connectionID)",
                     "stream": "\(streamID)",
-                    "apns-id": "\(response.apnsIDText)",
+                    kind == .device ? "apns-id" : "apns-request-id": "\(id())",
                     "status": "\(rejection.status)",
                     "reason": "\(rejection.wireReason)",
                 ])
         }
-        if state.records.isEnabled {
-            let receivedAt = connection.readTime()
-            let shape = connection.recordShape(
-                for: request, decision: decision, environment: verdict.environment, auth: verdict.auth,
-                connectionID: context.connectionID)
-            let path = request.path, apnsIDHeader = request.apnsID, apnsID = response.apnsID
-            let uniqueID = answer.response == nil ? nil : response.uniqueID
-            let injected = injected, action = action
-            state.records.append { seq in
-                RawRecord(
-                    seq: seq, receivedAt: receivedAt, shape: shape, path: path, apnsIDHeader: apnsIDHeader,
-                    apnsID: apnsID, uniqueID: uniqueID, status: status, rejection: rejection, injected: injected,
-                    action: action, streamID: streamID)
-            }
-        }
-        return answer
     }
 }
 
 extension ConnectionState {
     /// The last record's shape if `request` fits it, else a new one (kept for the next record).
+    /// `interpreted` runs only when a new shape is made.
     mutating func recordShape(
-        for request: borrowing PushRequest, decision: Decision, environment: APNSEnvironment, auth: AuthSummary,
-        connectionID: UInt64
+        for request: borrowing PushRequest, accepted: Bool, interpreted: () -> RawRecord.Interpreted?,
+        environment: APNSEnvironment, auth: AuthSummary, connectionID: UInt64
     ) -> RequestShape {
         if let shape = recordShape,
-           shape.matches(request, accepted: decision.isAccepted, environment: environment, auth: auth) {
+           shape.matches(request, accepted: accepted, environment: environment, auth: auth) {
             return shape
         }
         let shape = RequestShape(
-            copy request, accepted: decision.acceptedPush, environment: environment, auth: auth,
-            connectionID: connectionID)
+            copy request, interpreted: interpreted(), environment: environment, auth: auth, connectionID: connectionID)
         recordShape = shape
         return shape
     }

@@ -16,6 +16,11 @@ import Synchronization
 final class RequestStatistics: Sendable {
     /// Index 0: accepted (200); 1...: `Reason.allCases`; then the fault actions.
     private let counts: [ManagedAtomic<Int>]
+    /// Broadcast-side requests by kind (``RecordKind``: device pushes are the other counters'
+    /// total, counted here at scrape time), and their Prometheus counters.
+    private let kindCounts: [ManagedAtomic<Int>]
+    private let kindCounters: [CoreMetrics.Counter]
+    private let exportedKindCounts: Mutex<[Int]>
     private let counters: [CoreMetrics.Counter]
     let registry: PrometheusCollectorRegistry
     private let openConnectionsGauge: CoreMetrics.Gauge
@@ -52,6 +57,11 @@ final class RequestStatistics: Sendable {
         self.counters = counters
         self.counts = counters.map { _ in ManagedAtomic(0) }
         self.exportedCounts = Mutex(counters.map { _ in 0 })
+        kindCounters = RecordKind.allCases.map {
+            CoreMetrics.Counter(label: "apns_requests_by_kind_total", dimensions: [("kind", $0.rawValue)], factory: factory)
+        }
+        kindCounts = RecordKind.allCases.map { _ in ManagedAtomic(0) }
+        exportedKindCounts = Mutex(RecordKind.allCases.map { _ in 0 })
         openConnectionsGauge = CoreMetrics.Gauge(label: "apns_open_connections", factory: factory)
         evictionsCounter = CoreMetrics.Counter(label: "apns_recording_evictions_total", factory: factory)
         latency = CoreMetrics.Timer(label: "apns_request_duration_seconds", factory: factory)
@@ -67,6 +77,11 @@ final class RequestStatistics: Sendable {
     func count(status: Int?, rejection: Rejection?, action: FaultRule.Action?) {
         let index = Self.index(status: status, rejection: rejection, action: action)
         counts[index].wrappingIncrement(ordering: .relaxed)
+    }
+
+    /// Counts a broadcast or channel-management request by its kind (besides ``count(status:rejection:action:)``).
+    func count(kind: RecordKind) {
+        kindCounts[RecordKind.allCases.firstIndex(of: kind)!].wrappingIncrement(ordering: .relaxed)
     }
 
     func snapshot(openConnections: Int, totalConnections: UInt64, records: RecordStore) -> Statistics {
@@ -117,6 +132,19 @@ final class RequestStatistics: Sendable {
                     counters[index].increment(by: Int64(value - exported[index]))
                     exported[index] = value
                 }
+            }
+        }
+        exportedKindCounts.withLock { exported in
+            let total = counts.reduce(0) { $0 + $1.load(ordering: .relaxed) }
+            let values = RecordKind.allCases.indices.map { index -> Int in
+                // Device pushes are every request that is not of another kind.
+                RecordKind.allCases[index] == .device
+                    ? total - kindCounts.reduce(0) { $0 + $1.load(ordering: .relaxed) }
+                    : kindCounts[index].load(ordering: .relaxed)
+            }
+            for index in values.indices where values[index] > exported[index] {
+                kindCounters[index].increment(by: Int64(values[index] - exported[index]))
+                exported[index] = values[index]
             }
         }
         openConnectionsGauge.record(openConnections)

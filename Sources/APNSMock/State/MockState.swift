@@ -2,8 +2,8 @@ import APNSMockCore
 import Synchronization
 
 /// Everything about the mock that outlives a connection and that the admin API can read or change:
-/// the device registry, the fault rules, the records, the request counts, the connection counts and
-/// the rate limiter's allowances. Owned by the server; the APNs side reads and records into it, the
+/// the device registry, the broadcast channels, the fault rules, the records, the request counts,
+/// the connection counts and the rate limiter's allowances. Owned by the server; the APNs side reads and records into it, the
 /// admin API manages it, and neither reaches it through the other.
 ///
 /// Each part carries its own synchronisation (atomics on the request path, a lock only where a
@@ -14,6 +14,7 @@ public final class MockState: Sendable {
     let records: RecordStore
     let statistics: RequestStatistics
     let connections: ConnectionRegistry
+    let channels: ChannelStore
     /// Per device token; `nil` inside when no rate limit is configured, and then never locked.
     let rateLimiter: Mutex<RateLimiter?>
     let isRateLimited: Bool
@@ -24,17 +25,19 @@ public final class MockState: Sendable {
         records = RecordStore(capacity: configuration.recordingCapacity)
         statistics = RequestStatistics()
         connections = ConnectionRegistry()
+        channels = ChannelStore(settings: configuration.broadcast)
         let limit = configuration.validation.rateLimit
         rateLimiter = Mutex(limit.map { RateLimiter(limit: $0) })
         isRateLimited = limit != nil
     }
 
-    /// Back to the configuration's state (`POST /v1/reset`): records forgotten, devices and faults
-    /// as configured, rate allowances full again, connections counted from 1.
+    /// Back to the configuration's state (`POST /v1/reset`): records forgotten, devices, channels and
+    /// faults as configured, rate allowances full again, connections counted from 1.
     func reset() {
         records.removeAll()
         devices.update { $0 = devices.initial }
         faults.reset()
+        channels.reset()
         rateLimiter.withLock { limiter in
             if let limit = limiter?.limit { limiter = RateLimiter(limit: limit) }
         }

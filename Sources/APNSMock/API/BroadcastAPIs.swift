@@ -1,0 +1,128 @@
+import APNSMockCore
+
+/// A broadcast-side answer in APNs' terms, before it becomes an ``HTTP2Response``: every response
+/// carries `apns-request-id` (the client's, echoed, or a generated lowercase UUID); a created channel
+/// adds `apns-channel-id`, an accepted broadcast `apns-unique-id`; an error carries its
+/// ``Rejection`` and the JSON body built from it.
+struct BroadcastResponse: Sendable {
+    var status: Int
+    var requestID: APNSResponse.RequestID
+    var channelID: String?
+    var uniqueID: UUIDValue?
+    var rejection: Rejection?
+    /// A JSON body of a success (a read channel, the channel list).
+    var body: [UInt8] = []
+
+    static func rejected(_ rejection: Rejection, requestID: APNSResponse.RequestID) -> BroadcastResponse {
+        BroadcastResponse(status: rejection.status, requestID: requestID, rejection: rejection)
+    }
+
+    var http2: HTTP2Response {
+        var response = HTTP2Response(status: status, body: rejection.map(ErrorBody.bytes(for:)) ?? body)
+        response.add("apns-request-id", requestID.headerValue(uppercase: false), indexed: false)
+        if let channelID {
+            response.add("apns-channel-id", .text(channelID), indexed: false)
+        }
+        if let uniqueID {
+            response.add("apns-unique-id", .uuid(uniqueID, uppercase: false), indexed: false)
+        }
+        if rejection != nil || !body.isEmpty {
+            response.add("content-type", .literal("application/json"))
+        }
+        return response
+    }
+}
+
+/// The authenticated, decided form of a broadcast-side request, for the ``Recorder``.
+struct BroadcastSideVerdict<Verdict: Sendable>: Sendable {
+    var verdict: Verdict
+    var environment: APNSEnvironment
+    var auth: AuthSummary
+    var requestID: APNSResponse.RequestID
+}
+
+/// BroadcastChannel management, on the channel-management listeners (`/1/apps/<bundle>/channels` and
+/// `/all-channels`; docs/broadcast.md). Deciding reads the connection's credentials and its snapshot
+/// of the channels; creating and deleting happen afterwards, in the ``Recorder``, once no fault rule
+/// replaced the answer.
+struct ChannelAPI: Sendable {
+    let validator = BroadcastValidator()
+    let authenticator: Authenticator
+    let validation: ValidationSettings
+    let settings: BroadcastSettings
+
+    init(configuration: ServerConfiguration, authenticator: Authenticator) {
+        self.authenticator = authenticator
+        validation = configuration.validation
+        settings = configuration.broadcast
+    }
+
+    func decide(
+        _ request: borrowing PushRequest, environment: APNSEnvironment, state: inout ConnectionState, channels: ChannelStore
+    ) -> BroadcastSideVerdict<ChannelRequestVerdict> {
+        let auth = authenticator.authenticate(
+            authorization: request.authorization, environment: environment, now: Clock.nowSeconds(), state: &state.auth)
+        let context = BroadcastContext(
+            environment: environment, allowedTopics: auth.allowedTopics, authenticationFailure: auth.failure,
+            channels: state.channels.refreshed(from: channels), settings: settings, validation: validation)
+        let verdict = validator.decideManagement(copy request, context: context)
+        return BroadcastSideVerdict(
+            verdict: verdict, environment: environment, auth: auth.summary,
+            requestID: .take(request.requestID, random: &state.random))
+    }
+
+    /// The response to a decided request whose create or delete the store has carried out.
+    static func response(
+        to outcome: ChannelRequestVerdict.Outcome, requestID: APNSResponse.RequestID
+    ) -> BroadcastResponse {
+        switch outcome {
+        case .rejected(let rejection):
+            return .rejected(rejection, requestID: requestID)
+        case .create:
+            // Not reached: the store turns a create into a channel or a rejection first.
+            return .rejected(Rejection(.internalServerError), requestID: requestID)
+        case .read(let channel):
+            let body = #"{"message-storage-policy":\#(channel.storagePolicy.rawValue),"push-type":"\#(BroadcastValidator.channelPushType)"}"#
+            return BroadcastResponse(status: 200, requestID: requestID, body: Array(body.utf8))
+        case .delete:
+            return BroadcastResponse(status: 204, requestID: requestID)
+        case .list(let channels):
+            // BroadcastChannel IDs are base64: no JSON escaping needed.
+            let body = #"{"channels":["# + channels.map { "\"\($0.id)\"" }.joined(separator: ",") + "]}"
+            return BroadcastResponse(status: 200, requestID: requestID, body: Array(body.utf8))
+        }
+    }
+}
+
+/// Broadcasts, `POST /4/broadcasts/apps/<bundle>` on the APNs listener (docs/broadcast.md).
+/// Deciding is a function of the request, the connection's credentials and its snapshot of the
+/// channels: a channel lookup is a dictionary look-up, with no lock.
+struct BroadcastAPI: Sendable {
+    let validator = BroadcastValidator()
+    let authenticator: Authenticator
+    let validation: ValidationSettings
+    let settings: BroadcastSettings
+    let defaultEnvironment: APNSEnvironment
+
+    init(configuration: ServerConfiguration, authenticator: Authenticator) {
+        self.authenticator = authenticator
+        validation = configuration.validation
+        settings = configuration.broadcast
+        defaultEnvironment = configuration.environment
+    }
+
+    func decide(
+        _ request: borrowing PushRequest, context: ConnectionContext, state: inout ConnectionState, channels: ChannelStore
+    ) -> BroadcastSideVerdict<BroadcastVerdict> {
+        let environment = state.environment(of: request, context: context, fallback: defaultEnvironment)
+        let auth = authenticator.authenticate(
+            authorization: request.authorization, environment: environment, now: Clock.nowSeconds(), state: &state.auth)
+        let broadcastContext = BroadcastContext(
+            environment: environment, allowedTopics: auth.allowedTopics, authenticationFailure: auth.failure,
+            channels: state.channels.refreshed(from: channels), settings: settings, validation: validation)
+        let verdict = validator.decideBroadcast(copy request, context: broadcastContext, memo: &state.memo)
+        return BroadcastSideVerdict(
+            verdict: verdict, environment: environment, auth: auth.summary,
+            requestID: .take(request.requestID, random: &state.random))
+    }
+}
