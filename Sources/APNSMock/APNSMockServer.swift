@@ -75,7 +75,9 @@ public struct APNSMockServer: Service {
         // The admin listener starts once the APNs one is bound, so /healthz never answers 200
         // before requests can be sent.
         let api = AdminAPI(
-            state: state, validator: router.device.validator, token: configuration.admin.token,
+            state: state, validator: router.device.validator,
+            knownApps: configuration.allowedTopics == .any ? nil : Set(configuration.teams.flatMap(\.apps)),
+            token: configuration.admin.token,
             apnsIsUp: { [weak listener] in listener?.isServing ?? false })
         do {
             listener.admin = try await AdminServer.start(api: api, settings: configuration.admin, logger: logger)

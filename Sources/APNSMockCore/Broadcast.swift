@@ -59,28 +59,6 @@ public enum ChannelID {
             return padding <= 2
         }
     }
-
-    /// Standard base64 of `bytes`, with padding.
-    public static func encode(_ bytes: [UInt8]) -> String {
-        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity((bytes.count + 2) / 3 * 4)
-        var index = 0
-        while index < bytes.count {
-            let chunk = bytes[index..<min(index + 3, bytes.count)]
-            var value = 0
-            for (offset, byte) in chunk.enumerated() { value |= Int(byte) << (16 - 8 * offset) }
-            for position in 0..<4 {
-                if position <= chunk.count {
-                    out.append(alphabet[(value >> (18 - 6 * position)) & 0x3F])
-                } else {
-                    out.append(UInt8(ascii: "="))
-                }
-            }
-            index += 3
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
 }
 
 /// The channels of every app and environment: what channel lookups read. A value (copy-on-write)
@@ -230,4 +208,14 @@ public enum BroadcastPath: Sendable, Equatable {
 /// What a channel-management request asks for.
 public enum ChannelOperation: String, Sendable, Codable, CaseIterable {
     case create, read, delete, list
+}
+
+/// What a record is of.
+public enum RecordKind: String, Sendable, Codable, CaseIterable {
+    /// A device push, `POST /3/device/<token>`.
+    case device
+    /// A broadcast on a channel, `POST /4/broadcasts/apps/<bundle>`.
+    case broadcast
+    /// A channel-management request (create, read, delete, list).
+    case channel
 }

@@ -18,6 +18,13 @@ public enum APNSEnvironment: String, Sendable, Codable, CaseIterable {
         } else if Self.equalIgnoringCase(name, "api.sandbox.push.apple.com")
             || Self.equalIgnoringCase(name, "api.development.push.apple.com") {
             self = .sandbox
+        } else if Self.equalIgnoringCase(name, "api-broadcast.sandbox.push.apple.com")
+            || Self.equalIgnoringCase(name, "api-manage-broadcast.sandbox.push.apple.com") {
+            // Broadcast hosts: Apple's broadcast examples dial api-broadcast.sandbox.push.apple.com.
+            self = .sandbox
+        } else if Self.equalIgnoringCase(name, "api-broadcast.push.apple.com")
+            || Self.equalIgnoringCase(name, "api-manage-broadcast.push.apple.com") {
+            self = .production
         } else {
             return nil
         }

@@ -7,22 +7,59 @@ public struct FaultRule: Sendable, Equatable {
     public struct Match: Sendable, Equatable {
         /// Canonical (lowercase) device token.
         public var token: String?
+        /// The topic; for broadcasts and channel requests, the app's bundle ID.
         public var topic: String?
         public var pushType: PushType?
+        /// Device pushes, broadcasts or channel-management requests only.
+        public var kind: RecordKind?
+        /// Broadcasts and channel requests naming this channel (`apns-channel-id`).
+        public var channelId: String?
 
-        public init(token: String? = nil, topic: String? = nil, pushType: PushType? = nil) {
+        public init(
+            token: String? = nil, topic: String? = nil, pushType: PushType? = nil, kind: RecordKind? = nil,
+            channelId: String? = nil
+        ) {
             self.token = token.map(DeviceToken.canonical)
             self.topic = topic
             self.pushType = pushType
+            self.kind = kind
+            self.channelId = channelId
         }
 
-        /// Whether a request to `token` (any case) with `topic` and `pushType` matches. A request
-        /// that lacks a field the rule names does not match it.
-        public func matches(token requestToken: String?, topic requestTopic: String?, pushType requestType: PushType?) -> Bool {
-            if let token, requestToken.map(DeviceToken.canonical) != token { return false }
-            if let topic, requestTopic != topic { return false }
-            if let pushType, requestType != pushType { return false }
+        /// Whether a request with these facts matches. A request that lacks a field the rule names
+        /// does not match it.
+        public func matches(_ request: Facts) -> Bool {
+            if let token, request.token.map(DeviceToken.canonical) != token { return false }
+            if let topic, request.topic != topic { return false }
+            if let pushType, request.pushType != pushType { return false }
+            if let kind, request.kind != kind { return false }
+            if let channelId, request.channelID != channelId { return false }
             return true
+        }
+
+        /// Whether a device push to `token` (any case) with `topic` and `pushType` matches.
+        public func matches(token: String?, topic: String?, pushType: PushType?) -> Bool {
+            matches(Facts(token: token, topic: topic, pushType: pushType))
+        }
+    }
+
+    /// What a rule can match a request on.
+    public struct Facts: Sendable {
+        public var token: String?
+        public var topic: String?
+        public var pushType: PushType?
+        public var kind: RecordKind
+        public var channelID: String?
+
+        public init(
+            token: String? = nil, topic: String? = nil, pushType: PushType? = nil, kind: RecordKind = .device,
+            channelID: String? = nil
+        ) {
+            self.token = token
+            self.topic = topic
+            self.pushType = pushType
+            self.kind = kind
+            self.channelID = channelID
         }
     }
 
@@ -78,7 +115,7 @@ public struct FaultRule: Sendable, Equatable {
         var rule = FaultRule()
 
         if let match = fields.optional("match") {
-            let matchFields = try match.mapping(allowing: ["token", "topic", "pushType"])
+            let matchFields = try match.mapping(allowing: ["token", "topic", "pushType", "kind", "channelId"])
             if let token = matchFields.optional("token") {
                 let value = try token.string()
                 guard DeviceToken.isWellFormed(value.utf8, strict: false) else {
@@ -95,6 +132,16 @@ public struct FaultRule: Sendable, Equatable {
             }
             if let pushType = matchFields.optional("pushType") {
                 rule.match.pushType = try pushType.oneOf(PushType.self)
+            }
+            if let kind = matchFields.optional("kind") {
+                rule.match.kind = try kind.oneOf(RecordKind.self)
+            }
+            if let channelID = matchFields.optional("channelId") {
+                let value = try channelID.string()
+                guard ChannelID.isWellFormed(value) else {
+                    throw channelID.error(.invalidValue, "\"\(value.prefix(64))\" is not a channel ID (base64)")
+                }
+                rule.match.channelId = value
             }
         }
 

@@ -11,6 +11,8 @@ struct AdminAPI: Sendable {
     let state: MockState
     /// Renders records (a rejected record's lint is computed when it is read).
     let validator: Validator
+    /// The apps a device or channel may name (`nil`: any, under `validation.topicPolicy: any`).
+    let knownApps: Set<String>?
     let token: String?
     /// Whether the APNs listener is up, for `/healthz`.
     let apnsIsUp: @Sendable () -> Bool
@@ -63,6 +65,7 @@ struct AdminAPI: Sendable {
             api.state.faults.remove(id: context.parameters.get("id") ?? "")
                 ? Response(status: .noContent) : Self.error(.notFound, "id: no fault rule with this id")
         }
+        addChannelRoutes(to: router)
         router.post("/v1/reset") { _, _ in
             api.state.reset()
             return Response(status: .noContent)
@@ -235,7 +238,7 @@ struct AdminAPI: Sendable {
 
     // MARK: Helpers
 
-    private static func jsonBody(_ request: Request) async throws -> Result<JSONValue, AdminError> {
+    static func jsonBody(_ request: Request) async throws -> Result<JSONValue, AdminError> {
         var collected = request
         let buffer = try await collected.collectBody(upTo: bodyLimit)
         do {

@@ -39,6 +39,8 @@ public struct FaultView: Codable, Sendable, Equatable {
         public var token: String?
         public var topic: String?
         public var pushType: String?
+        public var kind: String?
+        public var channelId: String?
     }
 
     public struct Respond: Codable, Sendable, Equatable {
@@ -60,7 +62,9 @@ public struct FaultView: Codable, Sendable, Equatable {
     init(_ entry: FaultStore.Entry) {
         let rule = entry.rule
         id = entry.id
-        match = Match(token: rule.match.token, topic: rule.match.topic, pushType: rule.match.pushType?.rawValue)
+        match = Match(
+            token: rule.match.token, topic: rule.match.topic, pushType: rule.match.pushType?.rawValue,
+            kind: rule.match.kind?.rawValue, channelId: rule.match.channelId)
         respond = rule.respond.map { Respond(status: $0.status, reason: $0.wireReason, timestamp: $0.timestamp) }
         action = rule.action?.rawValue
         delayMs = rule.delayMs
@@ -95,4 +99,25 @@ public struct Statistics: Codable, Sendable, Equatable {
         public var evictions: UInt64
         public var lastSeq: UInt64
     }
+}
+
+/// A broadcast channel as `/v1/channels` lists it (the fields of the configuration's
+/// `broadcast.channels`).
+public struct ChannelView: Codable, Sendable, Equatable {
+    public var bundleId: String
+    public var environment: String
+    public var channelId: String
+    public var messageStoragePolicy: Int
+
+    init(_ channel: BroadcastChannel) {
+        bundleId = channel.bundleID
+        environment = channel.environment.rawValue
+        channelId = channel.id
+        messageStoragePolicy = channel.storagePolicy.rawValue
+    }
+}
+
+/// `GET /v1/channels`.
+public struct ChannelList: Codable, Sendable {
+    public var channels: [ChannelView]
 }

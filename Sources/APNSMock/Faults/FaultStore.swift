@@ -95,17 +95,17 @@ final class FaultStore: Sendable {
         }
         let topic = accepted?.topic ?? request.topic
         let pushType = accepted?.pushType ?? request.pushType.flatMap(PushType.init(headerValue:))
-        return apply(token: token, topic: topic, pushType: pushType)
+        return apply(FaultRule.Facts(token: token, topic: topic, pushType: pushType))
     }
 
-    /// The first rule matching a request with these values that fires (broadcast-side requests
+    /// The first rule matching a request with these facts that fires (broadcast-side requests
     /// have no token; their topic is the app's bundle ID).
-    func apply(token: String?, topic: String?, pushType: PushType?) -> FaultRule? {
+    func apply(_ request: FaultRule.Facts) -> FaultRule? {
         guard hasRules.load(ordering: .acquiring) else { return nil }
         return state.withLock { state -> FaultRule? in
             for index in state.entries.indices {
                 let rule = state.entries[index].rule
-                guard rule.match.matches(token: token, topic: topic, pushType: pushType) else { continue }
+                guard rule.match.matches(request) else { continue }
                 if rule.probability < 1 {
                     let roll = Double(state.entries[index].random.next() >> 11) * 0x1p-53
                     if roll >= rule.probability { continue }

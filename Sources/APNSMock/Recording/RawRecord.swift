@@ -283,13 +283,3 @@ public struct RecordFilter: Sendable, Equatable {
         return true
     }
 }
-
-/// What a record is of.
-public enum RecordKind: String, Sendable, Codable, CaseIterable {
-    /// A device push, `POST /3/device/<token>`.
-    case device
-    /// A broadcast on a channel, `POST /4/broadcasts/apps/<bundle>`.
-    case broadcast
-    /// A channel-management request (create, read, delete, list).
-    case channel
-}

@@ -111,7 +111,8 @@ struct Recorder: Sendable {
         case .rejected(let rejection):
             response = .rejected(rejection, requestID: decided.requestID)
         }
-        let rule = state.faults.apply(token: nil, topic: decided.verdict.bundleID, pushType: .liveactivity)
+        let rule = state.faults.apply(FaultRule.Facts(
+            topic: decided.verdict.bundleID, pushType: .liveactivity, kind: .broadcast, channelID: decided.verdict.channelID))
         return finish(
             response: &response, injected: injection(for: rule), kind: .broadcast, channelID: decided.verdict.channelID,
             operation: nil, interpreted: interpreted, environment: decided.environment, auth: decided.auth,
@@ -125,7 +126,7 @@ struct Recorder: Sendable {
         context: ConnectionContext, connection: inout ConnectionState
     ) -> Answer {
         let verdict = decided.verdict
-        let rule = state.faults.apply(token: nil, topic: verdict.bundleID, pushType: nil)
+        let rule = state.faults.apply(FaultRule.Facts(topic: verdict.bundleID, kind: .channel, channelID: verdict.channelID))
         let injected = injection(for: rule)
         var outcome = verdict.outcome
         var channelID = verdict.channelID

@@ -50,12 +50,7 @@ final class ChannelStore: Sendable {
                 channelID = id
             } else {
                 state.created &+= 1
-                // 8 random bytes and the creation count: unique by construction, unpredictable.
-                let random = state.random.next() as UInt64
-                var bytes: [UInt8] = []
-                for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: random >> UInt64(shift))) }
-                for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: state.created >> UInt64(shift))) }
-                channelID = ChannelID.encode(bytes)
+                channelID = Self.newID(count: state.created, random: &state.random)
             }
             let channel = BroadcastChannel(bundleID: bundleID, environment: environment, id: channelID, storagePolicy: policy)
             state.registry.insert(channel)
@@ -63,6 +58,25 @@ final class ChannelStore: Sendable {
         }
         if case .success = result { version.add(1, ordering: .releasing) }
         return result
+    }
+
+    /// A new channel ID: 24 base64 characters (valid base64, as Apple's are) drawn only from
+    /// letters and digits, so that it needs no escaping in a URL such as
+    /// `DELETE /v1/channels/<id>`. The first 11 encode the creation count, which makes every ID of
+    /// a run unique, however many channels come and go; the other 13 are random, so IDs are not
+    /// predictable and two runs do not hand out the same ones.
+    static func newID(count: UInt64, random: inout FastRandom) -> String {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".utf8)
+        var characters: [UInt8] = []
+        var remaining = count
+        for _ in 0..<11 {
+            characters.append(alphabet[Int(remaining % 62)])
+            remaining /= 62
+        }
+        for _ in 0..<13 {
+            characters.append(alphabet[Int(random.next() % 62)])
+        }
+        return String(decoding: characters, as: UTF8.self)
     }
 
     /// Deletes a channel; `nil` when it does not exist.

@@ -33,7 +33,8 @@ public struct TestCertificates: Sendable {
     /// The names the server certificate carries besides `extraHosts`.
     public static let defaultDNSNames = [
         "localhost", "apns-mock", "api.push.apple.com", "api.sandbox.push.apple.com",
-        "api.development.push.apple.com",
+        "api.development.push.apple.com", "api-manage-broadcast.push.apple.com",
+        "api-manage-broadcast.sandbox.push.apple.com", "api-broadcast.sandbox.push.apple.com",
     ]
     public static let defaultIPAddresses = ["127.0.0.1", "::1"]
 
