@@ -25,6 +25,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Admin listener port; 0 picks a free one (default 2198).")
     var adminPort: Int?
 
+    @Option(help: "Channel-management listeners' address (default 127.0.0.1).")
+    var broadcastHost: String?
+
     @Option(help: "Channel-management listener port, sandbox; 0 picks a free one (default 2195).")
     var broadcastSandboxPort: Int?
 
@@ -66,6 +69,7 @@ struct Serve: AsyncParsableCommand {
         if let port { file.server.port = port }
         if let adminHost { file.admin.host = adminHost }
         if let adminPort { file.admin.port = adminPort }
+        if let broadcastHost { file.broadcast.host = broadcastHost }
         if let broadcastSandboxPort { file.broadcast.sandboxPort = broadcastSandboxPort }
         if let broadcastProductionPort { file.broadcast.productionPort = broadcastProductionPort }
         if let environment { file.environment = environment }

@@ -19,26 +19,30 @@ struct PackagingTests {
         let service = try #require(services["apns-mock"] as? [String: Any])
         #expect(service["build"] as? String == ".")
         let ports = try #require(service["ports"] as? [String])
-        #expect(Set(ports) == ["2197:2197", "2198:2198"])
+        #expect(Set(ports) == ["2197:2197", "2198:2198", "2195:2195", "2196:2196"])
         let volumes = try #require(service["volumes"] as? [String])
         #expect(volumes.contains { $0.hasPrefix("./certs:") })
         #expect(volumes.contains { $0.hasPrefix("./fixtures:") })
         let networks = try #require(service["networks"] as? [String: Any])
         let aliases = try #require((networks["default"] as? [String: Any])?["aliases"] as? [String])
-        #expect(Set(aliases) == ["api.push.apple.com", "api.sandbox.push.apple.com"])
+        #expect(Set(aliases) == [
+            "api.push.apple.com", "api.sandbox.push.apple.com", "api-broadcast.sandbox.push.apple.com",
+            "api-manage-broadcast.push.apple.com", "api-manage-broadcast.sandbox.push.apple.com",
+        ])
         let command = try #require(service["command"] as? [String])
         #expect(command.first == "serve")
         // Listening on 0.0.0.0 inside the container, or the published ports reach nothing.
         #expect(zip(command, command.dropFirst()).contains { $0 == "--host" && $1 == "0.0.0.0" })
         #expect(zip(command, command.dropFirst()).contains { $0 == "--admin-host" && $1 == "0.0.0.0" })
+        #expect(zip(command, command.dropFirst()).contains { $0 == "--broadcast-host" && $1 == "0.0.0.0" })
     }
 
-    @Test func dockerfileBuildsTheCommandAndExposesBothPorts() throws {
+    @Test func dockerfileBuildsTheCommandAndExposesItsPorts() throws {
         let dockerfile = try load("Dockerfile")
         #expect(dockerfile.contains("libnghttp2-dev"))
         #expect(dockerfile.contains("libssl-dev"))
         #expect(dockerfile.contains("--product apns-mock"))
-        #expect(dockerfile.contains("EXPOSE 2197 2198"))
+        #expect(dockerfile.contains("EXPOSE 2197 2198 2195 2196"))
         #expect(dockerfile.contains(#"ENTRYPOINT ["apns-mock"]"#))
     }
 
