@@ -42,6 +42,7 @@ struct HTTP2SessionTests {
             return drain()
         }
 
+        @discardableResult
         func drain() -> [H2.Frame] {
             var output: [UInt8] = []
             _ = session.send { chunk in
