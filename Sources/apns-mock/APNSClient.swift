@@ -109,6 +109,7 @@ final class APNSConnection: Sendable {
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(NIOSSLClientHandler(context: tls, serverHostname: serverName))
                     try sync.addHandler(HandshakeWaiter(handshake))
+                    try sync.addHandler(FlushCoalescer())
                     let multiplexer = try sync.configureHTTP2Pipeline(
                         mode: .client,
                         connectionConfiguration: Self.connectionConfiguration,
@@ -270,6 +271,25 @@ private final class HandshakeWaiter: ChannelInboundHandler, RemovableChannelHand
     func handlerRemoved(context: ChannelHandlerContext) {
         // Also when the connection never came up (the pipeline is torn down without channelInactive).
         promise.fail(ConnectFailure(description: "the connection closed before the handshake"))
+    }
+}
+
+/// Turns the flushes of one event-loop tick into one. swift-nio-http2 opens each stream on a tick
+/// of its own and every new stream flushes, so without this each push costs a TLS record and a
+/// `write(2)` of its own; with it the pushes started together leave in one write, as HTTP/2
+/// clients batch them.
+private final class FlushCoalescer: ChannelOutboundHandler, RemovableChannelHandler {
+    typealias OutboundIn = NIOAny
+
+    private var scheduled = false
+
+    func flush(context: ChannelHandlerContext) {
+        guard !scheduled else { return }
+        scheduled = true
+        context.eventLoop.assumeIsolated().execute { [self] in
+            scheduled = false
+            context.flush()
+        }
     }
 }
 
