@@ -121,7 +121,11 @@ final class APNSConnection: Sendable {
                 }
             }
         } catch {
-            throw ConnectFailure(description: "cannot connect to \(target.dialDescription): \(Self.describe(connectError: error))")
+            var problem = Self.describe(connectError: error)
+            if !target.isApple, problem == String(cString: strerror(ECONNREFUSED)) {
+                problem += " (is apns-mock serve running there?)"
+            }
+            throw ConnectFailure(description: "cannot connect to \(target.dialDescription): \(problem)")
         }
         let (channel, multiplexer, watcher, handshake) = connected
         let deadline = channel.eventLoop.scheduleTask(in: timeout) {
