@@ -10,7 +10,7 @@ struct APNSMockCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "apns-mock",
         abstract: "A local imitation of Apple's Push Notification service (HTTP/2 over TLS).",
-        subcommands: [Serve.self, Certs.self, Keys.self, Token.self],
+        subcommands: [Serve.self, Certs.self, Keys.self, Token.self, Send.self],
         defaultSubcommand: Serve.self)
 }
 
