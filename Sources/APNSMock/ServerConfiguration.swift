@@ -22,7 +22,7 @@ public struct ServerConfiguration: Sendable {
     public var privateKeyPath: String = "certs/server-key.pem"
     /// Client certificates are verified against this CA; `nil` still requests one.
     public var clientCAPath: String? = "certs/ca.pem"
-    /// The environment of requests whose host names none (apns-behavior.md section 8).
+    /// The environment of requests whose host names none (docs/apns.md, "Environments").
     public var environment: APNSEnvironment = .sandbox
     public var validation = ValidationSettings()
     /// Topics senders may push to (until authentication narrows it per key or certificate).

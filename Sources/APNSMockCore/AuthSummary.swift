@@ -1,4 +1,4 @@
-/// How a request was authenticated, as the record of it shows (`"auth"` in interface.md's record
+/// How a request was authenticated, as the record of it shows (`"auth"` in the record of docs/admin-api.md
 /// shape): the method, and the team and key ID of a provider token, or the team of a client
 /// certificate.
 public struct AuthSummary: Sendable, Equatable, Codable {

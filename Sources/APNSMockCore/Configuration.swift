@@ -1,6 +1,6 @@
 import Yams
 
-/// Everything the configuration file can say (interface.md, "Configuration file (YAML)"), with the
+/// Everything the configuration file can say (docs/configuration.md), with the
 /// built-in defaults that let `apns-mock serve` run on a fresh checkout without one.
 ///
 /// `Configuration()` is the defaults; ``parse(yaml:file:)`` overlays a file on them. Sections a
@@ -141,7 +141,7 @@ public struct Configuration: Sendable, Equatable {
         case any
     }
 
-    /// The mock's own validation choices (an extension of interface.md's shape, under `validation`).
+    /// The mock's own validation choices (under `validation`).
     public struct Validation: Sendable, Equatable {
         public var strictDeviceTokens = false
         public var strictLint = false

@@ -1,4 +1,4 @@
-/// Device-token format rules (apns-behavior.md section 5).
+/// Device-token format rules (docs/apns.md, "Device tokens").
 public enum DeviceToken {
     /// Longest token accepted by default. Apple makes no promise about length; 64 hex digits is
     /// common and 160 is seen from simulators.

@@ -1,6 +1,6 @@
 /// A rule that makes the mock misbehave on purpose for matching requests: answer with an error,
 /// end the connection, or answer late. The configuration's `faults` and the admin API's
-/// `POST /v1/faults` share this shape (interface.md) and these checks.
+/// `POST /v1/faults` share this shape (docs/configuration.md) and these checks.
 public struct FaultRule: Sendable, Equatable {
     /// Which requests the rule applies to; every field is optional and an absent one matches
     /// anything.

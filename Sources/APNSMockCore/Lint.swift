@@ -99,7 +99,7 @@ public struct LintFinding: Sendable, Equatable, Hashable {
     }
 }
 
-/// The payload lint (apns-behavior.md section 4): reads the body once and reports every finding.
+/// The payload lint (docs/apns.md, "Payloads"): reads the body once and reports every finding.
 ///
 /// It runs for every request, so it reads a ``JSONTape`` (one allocation, no strings) and compares
 /// keys as bytes; strings are only made for the messages of findings.

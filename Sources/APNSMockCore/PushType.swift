@@ -2,7 +2,7 @@
 ///
 /// Each type fixes how its `apns-topic` is spelled (the app's bundle ID plus a suffix), how large its
 /// payload may be, which `apns-priority` values it takes and which kind of provider authentication
-/// may send it (apns-behavior.md section 2). Those rules live here, once, as data the validator,
+/// may send it (docs/apns.md, "Requests"). Those rules live here, once, as data the validator,
 /// the lint and the later authentication checks read.
 public enum PushType: String, CaseIterable, Sendable, Codable {
     case alert

@@ -58,7 +58,7 @@ public struct AdminClient: Sendable {
         try await request("DELETE", "/v1/notifications").expect([204])
     }
 
-    /// `POST /v1/faults` with a rule written as JSON (interface.md's fault rule shape).
+    /// `POST /v1/faults` with a rule written as JSON (the fault rule shape of docs/admin-api.md).
     @discardableResult
     public func addFault(json: String) async throws -> AdminResponse {
         try await request("POST", "/v1/faults", body: Data(json.utf8))

@@ -4,9 +4,9 @@ import APNSMockTesting
 import Foundation
 import Testing
 
-/// Real APNs client libraries, each unmodified, against the mock over real TLS (issue 9, items 4
-/// and 5): a driver per client (scripts/clients/) sends, the test checks what the client surfaced
-/// and what the mock recorded. The clients, how each is pointed at the mock and their quirks are
+/// Real APNs client libraries, each unmodified, against the mock over real TLS: a driver per
+/// client (scripts/clients/) sends, the test checks what the client surfaced and what the mock
+/// recorded. The clients, how each is pointed at the mock and their quirks are
 /// listed in the README's "Tested clients".
 @Suite("Real clients through the mock", .timeLimit(.minutes(3)))
 struct ClientMatrixTests {

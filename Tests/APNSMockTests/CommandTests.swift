@@ -4,7 +4,7 @@ import APNSMockTesting
 import Foundation
 import Testing
 
-/// The `apns-mock` commands of interface.md that make credentials, run as a user would.
+/// The `apns-mock` commands of the README that make credentials, run as a user would.
 @Suite("Credential commands", .timeLimit(.minutes(2)))
 struct CommandTests {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

@@ -180,12 +180,7 @@ struct HostileClientTests {
                     await Task.yield()
                 } else {
                     // Backed up: a server that still reads drains this within moments.
-                    var waited = 0
-                    while !client.isWritable, waited < 200 {
-                        try await Task.sleep(for: .milliseconds(10))
-                        waited += 1
-                    }
-                    stalled = !client.isWritable
+                    stalled = await !client.waitUntilWritable(timeout: .seconds(2))
                 }
             }
             // Loopback socket buffers hold several MiB each way; without back-pressure this reaches `limit`.

@@ -32,9 +32,9 @@ struct LifecycleTests {
                 ("apns-topic", "com.example.app"), ("authorization", Curl.demoAuthorization ?? ""),
             ], endStream: false)
             try await client.send(H2.preface + H2.settings() + headers)
-            // Make sure the server has the stream before shutting down.
-            _ = await client.waitUntil { H2.parse($0).contains { $0.type == H2.FrameType.settings.rawValue } }
-            try await Task.sleep(for: .milliseconds(100))
+            // The server acknowledges the client's SETTINGS after processing the bytes that came
+            // with them, HEADERS included: then it has the stream.
+            _ = await client.waitUntil { H2.parse($0).contains { $0.type == H2.FrameType.settings.rawValue && $0.flags & H2.ack != 0 } }
 
             async let stopped: Void = mock.listener.shutdown()
             let beforeFinish = await client.waitUntil { bytes in H2.parse(bytes).contains { $0.goaway != nil } }

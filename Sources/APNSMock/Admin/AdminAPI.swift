@@ -4,7 +4,7 @@ import Hummingbird
 import Logging
 import NIOCore
 
-/// The admin and query API (interface.md, "Query and admin API"): plain HTTP/1.1 JSON on its own
+/// The admin and query API (docs/admin-api.md): plain HTTP/1.1 JSON on its own
 /// listener. Every handler validates all of its input before changing anything, so a 400 leaves
 /// the state as it was.
 struct AdminAPI: Sendable {

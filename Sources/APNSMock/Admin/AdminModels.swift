@@ -33,7 +33,7 @@ public struct FaultList: Codable, Sendable {
     public var faults: [FaultView]
 }
 
-/// A rule as listed: the rule's own fields (interface.md) plus `id`, `remaining` and `applied`.
+/// A rule as listed: the rule's own fields (docs/configuration.md, `faults`) plus `id`, `remaining` and `applied`.
 public struct FaultView: Codable, Sendable, Equatable {
     public struct Match: Codable, Sendable, Equatable {
         public var token: String?

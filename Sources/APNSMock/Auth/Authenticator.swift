@@ -64,7 +64,7 @@ struct AuthState {
     }
 }
 
-/// Decides authentication (apns-behavior.md sections 6 and 7; docs/authentication.md): stateful,
+/// Decides authentication (docs/authentication.md): stateful,
 /// because a connection binds to its first token's team and remembers verified tokens.
 ///
 /// The common case, the bound token repeated, is one string comparison (the connection reuses the

@@ -1,5 +1,5 @@
 /// The SETTINGS apns-mock advertises, with production APNs' values as defaults
-/// (apns-behavior.md section 1).
+/// (docs/apns.md, "Transport").
 public struct HTTP2Settings: Sendable, Equatable {
     public var headerTableSize: UInt32 = 4096
     /// Streams a client may have open at once once it is allowed its full share.

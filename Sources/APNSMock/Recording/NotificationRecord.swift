@@ -1,7 +1,7 @@
 import APNSMockCore
 
 /// One recorded request as the query API returns it (`GET /v1/notifications`; shape fixed by
-/// interface.md). Public and `Codable` so that Swift tests (through `APNSMockTesting`) decode the
+/// docs/admin-api.md). Public and `Codable` so that Swift tests (through `APNSMockTesting`) decode the
 /// same type the server encodes.
 ///
 /// Additions to the contract's shape: `payloadEncoding` says how `payload` is spelled, `timestamp`

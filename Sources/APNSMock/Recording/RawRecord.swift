@@ -231,7 +231,7 @@ struct RawRecord: Sendable {
     }
 }
 
-/// The query API's filters (interface.md): every field optional; all given ones must match.
+/// The query API's filters (docs/admin-api.md): every field optional; all given ones must match.
 public struct RecordFilter: Sendable, Equatable {
     public enum Outcome: String, Sendable, CaseIterable {
         case accepted, rejected, all

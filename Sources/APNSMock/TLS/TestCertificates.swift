@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 
-/// The certificate material apns-mock generates for itself (`certs/`), as interface.md lists it:
+/// The certificate material apns-mock generates for itself (`certs/`), as docs/configuration.md lists it:
 /// a test CA, a server certificate naming Apple's hosts, a demo token key and client certificates
 /// for certificate auth. Existing files are kept, so clients that already trust the CA keep
 /// working; only what is missing is created.

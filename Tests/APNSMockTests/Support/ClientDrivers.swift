@@ -3,7 +3,7 @@ import APNSMockTesting
 import Foundation
 import Testing
 
-/// The real APNs clients of the client matrix (issue 9): each is used unmodified, pointed at the
+/// The real APNs clients of the client matrix: each is used unmodified, pointed at the
 /// mock only through its own options or, for clients that know nothing but Apple's hosts, a
 /// process-local hosts-file alias (scripts/clients/driver_common.py). The drivers live in
 /// scripts/clients/; scripts/setup installs the clients (pinned in scripts/clients/requirements*.txt).

@@ -62,23 +62,22 @@ final class RawClient: Sendable {
     /// Waits until the server closed the connection (or `timeout` passed); returns what arrived
     /// and whether the connection was closed.
     func waitForClose(timeout: TimeAmount = .seconds(10)) async -> (received: [UInt8], closed: Bool, error: String?) {
-        let deadline = NIODeadline.now() + timeout
-        while NIODeadline.now() < deadline {
-            if collector.snapshot.closed { break }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
+        await collector.wait(timeout: timeout) { $0.closed }
         return collector.snapshot
     }
 
-    /// Waits until `predicate` holds for the received bytes (or `timeout` passed).
-    func waitUntil(timeout: TimeAmount = .seconds(10), _ predicate: ([UInt8]) -> Bool) async -> [UInt8] {
-        let deadline = NIODeadline.now() + timeout
-        while NIODeadline.now() < deadline {
-            let snapshot = collector.snapshot
-            if predicate(snapshot.received) || snapshot.closed { return snapshot.received }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
+    /// Waits until `predicate` holds for the received bytes (or the connection closed, or `timeout`
+    /// passed). Woken by each arrival: no polling.
+    func waitUntil(timeout: TimeAmount = .seconds(10), _ predicate: @escaping @Sendable ([UInt8]) -> Bool) async -> [UInt8] {
+        await collector.wait(timeout: timeout) { predicate($0.received) || $0.closed }
         return collector.snapshot.received
+    }
+
+    /// Waits until the channel accepts writes again (or `timeout` passed); whether it does.
+    func waitUntilWritable(timeout: TimeAmount = .seconds(2)) async -> Bool {
+        if channel.isWritable { return true }
+        await collector.wait(timeout: timeout) { [channel] _ in channel.isWritable }
+        return channel.isWritable
     }
 
     var received: [UInt8] { collector.snapshot.received }
@@ -97,20 +96,78 @@ final class RawClient: Sendable {
     }
 }
 
+/// What the client received, and the tasks waiting for it to change.
 private final class Collector: Sendable {
-    private let state = NIOLockedValueBox((received: [UInt8](), closed: false, error: String?.none))
+    struct Snapshot: Sendable {
+        var received: [UInt8] = []
+        var closed = false
+        var error: String?
+    }
 
-    var snapshot: (received: [UInt8], closed: Bool, error: String?) { state.withLockedValue { $0 } }
+    private struct State {
+        var snapshot = Snapshot()
+        var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+        var nextWaiter: UInt64 = 0
+    }
+
+    private let state = NIOLockedValueBox(State())
+
+    var snapshot: (received: [UInt8], closed: Bool, error: String?) {
+        state.withLockedValue { ($0.snapshot.received, $0.snapshot.closed, $0.snapshot.error) }
+    }
 
     func append(_ buffer: ByteBuffer) {
-        state.withLockedValue { $0.received += buffer.readableBytesView }
+        change { $0.received += buffer.readableBytesView }
     }
 
     func closed(error: String?) {
-        state.withLockedValue {
+        change {
             $0.closed = true
             if $0.error == nil { $0.error = error }
         }
+    }
+
+    /// Something other than the bytes changed (writability): waiters look again.
+    func poke() {
+        change { _ in }
+    }
+
+    private func change(_ update: (inout Snapshot) -> Void) {
+        let woken = state.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
+            update(&state.snapshot)
+            defer { state.waiters.removeAll() }
+            return Array(state.waiters.values)
+        }
+        for waiter in woken { waiter.resume() }
+    }
+
+    /// Returns once `done` holds for the state or `timeout` passes, re-checking on every change.
+    func wait(timeout: TimeAmount, until done: @escaping @Sendable (Snapshot) -> Bool) async {
+        let deadline = ContinuousClock.now + .nanoseconds(timeout.nanoseconds)
+        while ContinuousClock.now < deadline {
+            let id = state.withLockedValue { state -> UInt64 in
+                state.nextWaiter += 1
+                return state.nextWaiter
+            }
+            let timer = Task { [weak self] in
+                try? await Task.sleep(until: deadline, clock: .continuous)
+                self?.wake(id)
+            }
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let satisfied = state.withLockedValue { state -> Bool in
+                    if done(state.snapshot) { return true }
+                    state.waiters[id] = continuation
+                    return false
+                }
+                if satisfied { continuation.resume() }
+            }
+            timer.cancel()
+            if done(state.withLockedValue { $0.snapshot }) { return }
+        }
+    }
+
+    private func wake(_ id: UInt64) {
+        state.withLockedValue { $0.waiters.removeValue(forKey: id) }?.resume()
     }
 }
 
@@ -128,6 +185,11 @@ private final class CollectingHandler: ChannelInboundHandler, Sendable {
 
     func channelInactive(context: ChannelHandlerContext) {
         collector.closed(error: nil)
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        collector.poke()
+        context.fireChannelWritabilityChanged()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {
