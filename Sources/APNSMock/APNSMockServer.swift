@@ -77,6 +77,7 @@ public struct APNSMockServer: Service {
         let api = AdminAPI(
             state: state, validator: router.device.validator,
             knownApps: configuration.allowedTopics == .any ? nil : Set(configuration.teams.flatMap(\.apps)),
+            maxConcurrentStreams: Int(configuration.http2.maxConcurrentStreams),
             token: configuration.admin.token,
             apnsIsUp: { [weak listener] in listener?.isServing ?? false })
         do {

@@ -65,6 +65,7 @@ public struct ServerConfiguration: Sendable {
         teams = file.teams
         tokenUpdateInterval = Int64(file.server.tokenUpdateInterval)
         http2.streamsBeforeAuthentication = UInt32(clamping: file.server.streamsBeforeAuthentication)
+        http2.shrinkStreamsAfterRejection = file.server.shrinkStreamsAfterRejection
         recordingCapacity = file.recording.capacity
         faults = file.faults
         admin = AdminSettings(host: file.admin.host, port: file.admin.port, token: file.admin.token)

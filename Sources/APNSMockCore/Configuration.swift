@@ -24,6 +24,9 @@ public struct Configuration: Sendable, Equatable {
         /// Seconds a token-auth connection must keep its token before sending a new one; sooner is
         /// 429 TooManyProviderTokenUpdates (Apple: 20 minutes).
         public var tokenUpdateInterval = 1200
+        /// After a rejected request, lower the connection's MAX_CONCURRENT_STREAMS to 1 until a
+        /// request is accepted again, as production APNs was seen to do. Off by default.
+        public var shrinkStreamsAfterRejection = false
 
         public init() {}
     }
@@ -264,7 +267,8 @@ extension Configuration {
         if let field = fields.optional("faults") {
             configuration.faults = []
             for element in try field.elements() {
-                configuration.faults.append(try FaultRule.decode(element))
+                configuration.faults.append(
+                    try FaultRule.decode(element, maxConcurrentStreams: configuration.server.maxConcurrentStreams))
             }
         }
         if let field = fields.optional("broadcast") {
@@ -333,6 +337,7 @@ extension Configuration {
     private static func decodeServer<N>(_ field: Field<N>) throws(ConfigurationError) -> Server {
         let fields = try field.mapping(allowing: [
             "host", "port", "maxConcurrentStreams", "idleTimeout", "streamsBeforeAuthentication", "tokenUpdateInterval",
+            "shrinkStreamsAfterRejection",
         ])
         var server = Server()
         if let host = fields.optional("host") { server.host = try host.nonEmptyString() }
@@ -346,6 +351,9 @@ extension Configuration {
         }
         if let streams = fields.optional("streamsBeforeAuthentication") {
             server.streamsBeforeAuthentication = try streams.integer(in: 1...Int(Int32.max))
+        }
+        if let shrink = fields.optional("shrinkStreamsAfterRejection") {
+            server.shrinkStreamsAfterRejection = try shrink.boolean()
         }
         if let interval = fields.optional("tokenUpdateInterval") {
             server.tokenUpdateInterval = try interval.integer(in: 0...Int(Int32.max))

@@ -14,16 +14,24 @@ public struct FaultRule: Sendable, Equatable {
         public var kind: RecordKind?
         /// Broadcasts and channel requests naming this channel (`apns-channel-id`).
         public var channelId: String?
+        /// Requests on the n-th connection since start or the last `/v1/reset` (1-based), of any
+        /// listener.
+        public var connection: Int?
+        /// Requests after the connection has carried this many (so `afterRequests: 9` matches the
+        /// tenth request on and later).
+        public var afterRequests: Int?
 
         public init(
             token: String? = nil, topic: String? = nil, pushType: PushType? = nil, kind: RecordKind? = nil,
-            channelId: String? = nil
+            channelId: String? = nil, connection: Int? = nil, afterRequests: Int? = nil
         ) {
             self.token = token.map(DeviceToken.canonical)
             self.topic = topic
             self.pushType = pushType
             self.kind = kind
             self.channelId = channelId
+            self.connection = connection
+            self.afterRequests = afterRequests
         }
 
         /// Whether a request with these facts matches. A request that lacks a field the rule names
@@ -34,6 +42,8 @@ public struct FaultRule: Sendable, Equatable {
             if let pushType, request.pushType != pushType { return false }
             if let kind, request.kind != kind { return false }
             if let channelId, request.channelID != channelId { return false }
+            if let connection, request.connection != connection { return false }
+            if let afterRequests, request.requestNumber <= afterRequests { return false }
             return true
         }
 
@@ -50,20 +60,26 @@ public struct FaultRule: Sendable, Equatable {
         public var pushType: PushType?
         public var kind: RecordKind
         public var channelID: String?
+        /// The request's connection, numbered from 1 since start or the last reset.
+        public var connection: Int
+        /// The request's number on its connection, from 1.
+        public var requestNumber: Int
 
         public init(
             token: String? = nil, topic: String? = nil, pushType: PushType? = nil, kind: RecordKind = .device,
-            channelID: String? = nil
+            channelID: String? = nil, connection: Int = 1, requestNumber: Int = 1
         ) {
             self.token = token
             self.topic = topic
             self.pushType = pushType
             self.kind = kind
             self.channelID = channelID
+            self.connection = connection
+            self.requestNumber = requestNumber
         }
     }
 
-    /// What happens to the connection instead of (or besides) an answer.
+    /// What happens to the stream or the connection instead of (or besides) an answer.
     public enum Action: String, Sendable, CaseIterable, Codable {
         /// GOAWAY, with `respond`'s error body as debug data when the rule has one.
         case goaway
@@ -71,6 +87,24 @@ public struct FaultRule: Sendable, Equatable {
         case reset
         /// Close the TCP connection without a word.
         case close
+        /// Never answer the request's stream; the connection's other streams go on.
+        case hang
+        /// Reset the TCP connection (RST): no GOAWAY, no TLS close_notify.
+        case tcpReset = "tcp-reset"
+        /// Lower the connection's MAX_CONCURRENT_STREAMS to ``FaultRule/maxConcurrentStreams``
+        /// (restored after ``FaultRule/durationMs`` when given); the request is answered.
+        case shrinkStreams = "shrink-streams"
+        /// Leave the connection's PING frames unanswered for ``FaultRule/durationMs``; the request
+        /// is answered.
+        case ignorePings = "ignore-pings"
+
+        /// Whether the request still gets its answer (the action is on the connection).
+        public var answers: Bool {
+            switch self {
+            case .shrinkStreams, .ignorePings: true
+            case .goaway, .reset, .close, .hang, .tcpReset: false
+            }
+        }
     }
 
     public var match: Match
@@ -84,6 +118,11 @@ public struct FaultRule: Sendable, Equatable {
     public var times: Int?
     /// The chance, 0...1, that a matching request is affected.
     public var probability: Double
+    /// `shrink-streams`: the connection's new MAX_CONCURRENT_STREAMS.
+    public var maxConcurrentStreams: Int?
+    /// `shrink-streams`: how long until the limit is restored (`nil`: for the connection's life);
+    /// `ignore-pings`: how long PINGs go unanswered.
+    public var durationMs: Int?
 
     public init(
         match: Match = Match(),
@@ -104,18 +143,31 @@ public struct FaultRule: Sendable, Equatable {
     /// Longest delay a rule may ask for: an hour is already far past any client's timeout.
     public static let maximumDelayMs = 3_600_000
 
+    /// Longest `durationMs`: a day.
+    public static let maximumDurationMs = 86_400_000
+
     /// Decodes and checks a rule from an admin API body. Errors name the field (`respond.reason`)
-    /// and have no file.
-    public static func decode(json: JSONValue) throws(ConfigurationError) -> FaultRule {
-        try decode(Field(node: json, path: "", file: nil))
+    /// and have no file. `maxConcurrentStreams` is the server's: a rule may only lower it.
+    public static func decode(json: JSONValue, maxConcurrentStreams: Int = Int(Int32.max)) throws(ConfigurationError) -> FaultRule {
+        try decode(Field(node: json, path: "", file: nil), maxConcurrentStreams: maxConcurrentStreams)
     }
 
-    static func decode<Node: DocumentNode>(_ field: Field<Node>) throws(ConfigurationError) -> FaultRule {
-        let fields = try field.mapping(allowing: ["match", "respond", "action", "delayMs", "times", "probability"])
+    static func decode<Node: DocumentNode>(_ field: Field<Node>, maxConcurrentStreams serverMaximum: Int) throws(ConfigurationError) -> FaultRule {
+        let fields = try field.mapping(allowing: [
+            "match", "respond", "action", "delayMs", "times", "probability", "maxConcurrentStreams", "durationMs",
+        ])
         var rule = FaultRule()
 
         if let match = fields.optional("match") {
-            let matchFields = try match.mapping(allowing: ["token", "topic", "pushType", "kind", "channelId"])
+            let matchFields = try match.mapping(allowing: [
+                "token", "topic", "pushType", "kind", "channelId", "connection", "afterRequests",
+            ])
+            if let connection = matchFields.optional("connection") {
+                rule.match.connection = try connection.integer(in: 1...Int(Int32.max))
+            }
+            if let after = matchFields.optional("afterRequests") {
+                rule.match.afterRequests = try after.integer(in: 0...Int(Int32.max))
+            }
             if let token = matchFields.optional("token") {
                 let value = try token.string()
                 guard DeviceToken.isWellFormed(value.utf8, strict: false) else {
@@ -161,11 +213,31 @@ public struct FaultRule: Sendable, Equatable {
             rule.probability = try probability.number(in: 0...1)
         }
 
+        if let streams = fields.optional("maxConcurrentStreams") {
+            guard rule.action == .shrinkStreams else {
+                throw streams.error(.contradiction, "only the shrink-streams action takes maxConcurrentStreams")
+            }
+            guard serverMaximum >= 1 else { throw streams.error(.invalidValue, "the server allows no streams") }
+            rule.maxConcurrentStreams = try streams.integer(in: 1...serverMaximum)
+        }
+        if let duration = fields.optional("durationMs") {
+            guard rule.action == .shrinkStreams || rule.action == .ignorePings else {
+                throw duration.error(.contradiction, "only the shrink-streams and ignore-pings actions take durationMs")
+            }
+            rule.durationMs = try duration.integer(in: 1...maximumDurationMs)
+        }
+
         switch rule.action {
-        case .reset?, .close?:
+        case .reset?, .close?, .hang?, .tcpReset?:
             if let respond = fields.optional("respond") {
                 throw respond.error(.contradiction, "a \"\(rule.action?.rawValue ?? "")\" action sends no response; remove respond")
             }
+        case .shrinkStreams?:
+            // shrink-streams needs its new limit; the error names the missing field.
+            _ = try fields.required("maxConcurrentStreams")
+        case .ignorePings?:
+            // ignore-pings needs how long PINGs go unanswered.
+            _ = try fields.required("durationMs")
         case .goaway?:
             break
         case nil:

@@ -34,6 +34,13 @@ struct HTTP2SessionTests {
             }
         }
 
+        /// Held streams that closed.
+        var closedHeld: [Int32] = []
+
+        func session(_ session: HTTP2Session, didCloseHeld stream: HTTP2Stream) {
+            closedHeld.append(stream.id)
+        }
+
         /// Feeds bytes, then collects everything the session wants to send.
         @discardableResult
         func exchange(_ bytes: [UInt8]) -> [H2.Frame] {
@@ -159,6 +166,27 @@ struct HTTP2SessionTests {
         harness.drain()
         #expect(harness.status(of: 3) == "200")
         #expect(harness.status(of: 1) == nil)
+    }
+
+    /// PINGs are acknowledged with their data unless withheld; a held stream's close is reported.
+    @Test func pingsAndHeldStreams() throws {
+        let harness = try Harness()
+        harness.exchange(H2.preface + H2.settings())
+        let data: [UInt8] = [1, 2, 3, 4, 5, 6, 7, 8]
+        let acks = harness.exchange(H2.frame(.ping, payload: data)).filter { $0.type == H2.FrameType.ping.rawValue }
+        #expect(acks.map(\.flags) == [H2.ack])
+        #expect(acks.first?.payload == data)
+        harness.session.answersPings = false
+        #expect(harness.exchange(H2.frame(.ping, payload: data)).filter { $0.type == H2.FrameType.ping.rawValue }.isEmpty)
+        harness.session.answersPings = true
+
+        harness.autoAnswer = nil
+        harness.exchange(Self.request(1))
+        let held = try #require(harness.received.first)
+        held.stream.isHeld = true
+        harness.exchange(H2.frame(.rstStream, stream: 1, payload: H2.be32(HTTP2ErrorCode.cancel.rawValue)))
+        #expect(harness.closedHeld == [1])
+        #expect(!held.stream.isHeld)
     }
 
     @Test func goAwayCarriesItsDebugData() throws {

@@ -12,9 +12,18 @@ struct Answer {
         case goAway(debugData: [UInt8])
         /// The TCP connection is dropped without TLS close_notify or GOAWAY.
         case close
+        /// The stream is never answered; it ends when the client resets it or the connection closes.
+        case hang
+        /// The TCP connection is reset (RST): no GOAWAY, no TLS close_notify.
+        case tcpReset
+        /// SETTINGS lowers the connection's MAX_CONCURRENT_STREAMS to `limit`, restored after
+        /// `durationMs` when given; the request is still answered.
+        case shrinkStreams(limit: UInt32, durationMs: Int?)
+        /// PINGs go unanswered for `durationMs`; the request is still answered.
+        case ignorePings(durationMs: Int)
     }
 
-    /// `nil` when ``action`` replaces the response.
+    /// `nil` when ``action`` replaces the response (shrink-streams and ignore-pings keep it).
     var response: HTTP2Response?
     var action: Action?
     /// Answer or act after this many milliseconds, from an event-loop timer.

@@ -8,6 +8,9 @@ import Darwin
 /// What a request's connection contributes to deciding it.
 struct ConnectionContext: Sendable {
     var connectionID: UInt64
+    /// The connection's number since start or the last `/v1/reset`, from 1 (fault rules'
+    /// `match.connection`).
+    var connectionNumber: Int = 1
     /// The environment named by the TLS SNI host, if it was one of Apple's.
     var sniEnvironment: APNSEnvironment?
 }

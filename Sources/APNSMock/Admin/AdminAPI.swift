@@ -13,6 +13,8 @@ struct AdminAPI: Sendable {
     let validator: Validator
     /// The apps a device or channel may name (`nil`: any, under `validation.topicPolicy: any`).
     let knownApps: Set<String>?
+    /// The server's MAX_CONCURRENT_STREAMS: a `shrink-streams` rule may only go below it.
+    let maxConcurrentStreams: Int
     let token: String?
     /// Whether the APNs listener is up, for `/healthz`.
     let apnsIsUp: @Sendable () -> Bool
@@ -220,7 +222,7 @@ struct AdminAPI: Sendable {
         var rules: [FaultRule] = []
         for (index, item) in items.enumerated() {
             do {
-                rules.append(try FaultRule.decode(json: item))
+                rules.append(try FaultRule.decode(json: item, maxConcurrentStreams: maxConcurrentStreams))
             } catch {
                 let field = error.field
                 let path = body.isArray

@@ -2,6 +2,11 @@ import APNSMockCore
 import Logging
 import NIOCore
 import NIOExtras
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Moves bytes between a socket and an ``APNSConnection`` and turns NIO events into calls on it.
 ///
@@ -121,11 +126,19 @@ final class APNSChannelHandler: ChannelDuplexHandler {
 
     /// Produces output while the channel accepts it, then closes if the connection is done.
     private func writeOutput(context: ChannelHandlerContext) {
-        if connection.abortRequested {
-            // A `close` fault: the connection ends without TLS close_notify or GOAWAY.
+        if let abort = connection.abortRequested {
+            // A `close` or `tcp-reset` fault: the connection ends without TLS close_notify or
+            // GOAWAY; with SO_LINGER 0 the kernel resets it (RST) instead of closing it (FIN).
             guard !closing else { return }
             closing = true
-            context.close(promise: nil)
+            if abort == .reset, let socket = context.channel as? SocketOptionProvider {
+                let channel = context.channel
+                socket.setSoLinger(linger(l_onoff: 1, l_linger: 0)).whenComplete { _ in
+                    channel.close(promise: nil)
+                }
+            } else {
+                context.close(promise: nil)
+            }
             return
         }
         var wrote = false

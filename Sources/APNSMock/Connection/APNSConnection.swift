@@ -36,8 +36,22 @@ final class APNSConnection {
     /// Runs work on the connection's event loop after a delay, then flushes output; set by the
     /// channel handler. Delayed answers (fault `delayMs`) need it; without it they go out at once.
     var schedule: ((_ milliseconds: Int, _ work: @escaping () -> Void) -> Void)?
-    /// Set by a `close` fault: the handler drops the TCP connection without flushing.
-    private(set) var abortRequested = false
+    /// How a fault ends the TCP connection: the handler drops it without flushing.
+    enum Abort {
+        /// `close`: FIN, no TLS close_notify, no GOAWAY.
+        case close
+        /// `tcp-reset`: RST (SO_LINGER 0).
+        case reset
+    }
+
+    /// Set by a `close` or `tcp-reset` fault.
+    private(set) var abortRequested: Abort?
+    /// The MAX_CONCURRENT_STREAMS the connection advertises now, and what it returns to after a
+    /// fault or a rejection lowered it.
+    private var streamLimit: UInt32 = 0
+    private var normalStreamLimit: UInt32 = 0
+    /// Streams this connection holds unanswered (`hang`), counted in ``MockState/heldStreams``.
+    private var heldStreams = 0
     private var context: ConnectionContext
     private var requestState: ConnectionState
 
@@ -48,8 +62,14 @@ final class APNSConnection {
         self.router = router
         self.logger = logger
         self.logger[metadataKey: "connection"] = "\(id)"
-        self.context = ConnectionContext(connectionID: id, sniEnvironment: nil)
+        self.context = ConnectionContext(
+            connectionID: id, connectionNumber: router.state.connectionNumber(of: id), sniEnvironment: nil)
         self.requestState = ConnectionState(state: router.state)
+    }
+
+    deinit {
+        // Held streams of a connection that went away no longer count against the cap.
+        if heldStreams > 0 { router.state.releaseHeldStreams(heldStreams) }
     }
 
     /// True once the connection has nothing left to do but flush its output and close.
@@ -104,6 +124,8 @@ final class APNSConnection {
         if certificate == nil {
             sessionSettings.maxConcurrentStreams = min(settings.streamsBeforeAuthentication, settings.maxConcurrentStreams)
         }
+        streamLimit = sessionSettings.maxConcurrentStreams
+        normalStreamLimit = streamLimit
         do {
             state = .open(try HTTP2Session(settings: sessionSettings, delegate: self))
         } catch {
@@ -255,7 +277,13 @@ extension APNSConnection: HTTP2SessionDelegate {
         if requestState.auth.streamLimitRaisePending {
             // The first valid provider token lifts the one-stream limit (docs/authentication.md).
             requestState.auth.streamLimitRaisePending = false
-            session.submitMaxConcurrentStreams(settings.maxConcurrentStreams)
+            normalStreamLimit = settings.maxConcurrentStreams
+            setStreamLimit(normalStreamLimit, session: session)
+        }
+        if settings.shrinkStreamsAfterRejection, let status = answer.response?.status {
+            // As reported from production APNs: after a rejection the connection allows one stream
+            // until a request is accepted again (docs/admin-api.md).
+            setStreamLimit(status >= 400 ? 1 : normalStreamLimit, session: session)
         }
         if answer.delayMs == 0 || schedule == nil {
             carryOut(answer, session: session, stream: stream, id: streamID)
@@ -275,9 +303,7 @@ extension APNSConnection: HTTP2SessionDelegate {
         guard stream.awaitsAnswer(id: id) else { return }
         switch answer.action {
         case nil:
-            if let response = answer.response {
-                session.submit(response, on: stream, id: id)
-            }
+            break
         case .resetStream?:
             session.reset(stream, id: id, code: .internalError)
         case .goAway(let debugData)?:
@@ -286,8 +312,50 @@ extension APNSConnection: HTTP2SessionDelegate {
             logger.debug("sending GOAWAY (fault)")
             session.submitGoAway(debugData: debugData)
         case .close?:
-            abortRequested = true
+            abortRequested = .close
             finish(.drained)
+        case .tcpReset?:
+            abortRequested = .reset
+            finish(.drained)
+        case .hang?:
+            if router.state.holdStream() {
+                stream.isHeld = true
+                heldStreams += 1
+                logger.debug("holding a stream unanswered (fault)", metadata: ["stream": "\(id)"])
+            } else {
+                // Past the server-wide cap of held streams: refused, so the client may retry.
+                logger.warning("too many held streams; refusing instead of holding", metadata: ["stream": "\(id)"])
+                session.reset(stream, id: id, code: .refusedStream)
+            }
+        case .shrinkStreams(let limit, let durationMs)?:
+            setStreamLimit(limit, session: session)
+            if let durationMs {
+                schedule?(durationMs) { [weak self] in
+                    guard let self, case .open(let session) = self.state else { return }
+                    self.setStreamLimit(self.normalStreamLimit, session: session)
+                }
+            }
+        case .ignorePings(let durationMs)?:
+            session.answersPings = false
+            schedule?(durationMs) { [weak self] in
+                guard let self, case .open(let session) = self.state else { return }
+                session.answersPings = true
+            }
         }
+        if let response = answer.response {
+            session.submit(response, on: stream, id: id)
+        }
+    }
+
+    /// Advertises a new MAX_CONCURRENT_STREAMS when it differs from the current one.
+    private func setStreamLimit(_ limit: UInt32, session: HTTP2Session) {
+        guard limit != streamLimit else { return }
+        streamLimit = limit
+        session.submitMaxConcurrentStreams(limit)
+    }
+
+    func session(_ session: HTTP2Session, didCloseHeld stream: HTTP2Stream) {
+        heldStreams -= 1
+        router.state.releaseHeldStreams(1)
     }
 }

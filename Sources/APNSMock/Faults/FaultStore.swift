@@ -82,7 +82,7 @@ final class FaultStore: Sendable {
     }
 
     /// The first rule matching the request that fires (after its probability roll), counted.
-    func apply(to request: borrowing PushRequest, decision: Decision) -> FaultRule? {
+    func apply(to request: borrowing PushRequest, decision: Decision, connection: Int = 1, requestNumber: Int = 1) -> FaultRule? {
         guard hasRules.load(ordering: .acquiring) else { return nil }
         let accepted = decision.acceptedPush
         let token: String?
@@ -95,7 +95,8 @@ final class FaultStore: Sendable {
         }
         let topic = accepted?.topic ?? request.topic
         let pushType = accepted?.pushType ?? request.pushType.flatMap(PushType.init(headerValue:))
-        return apply(FaultRule.Facts(token: token, topic: topic, pushType: pushType))
+        return apply(FaultRule.Facts(
+            token: token, topic: topic, pushType: pushType, connection: connection, requestNumber: requestNumber))
     }
 
     /// The first rule matching a request with these facts that fires (broadcast-side requests

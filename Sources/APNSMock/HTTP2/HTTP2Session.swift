@@ -8,6 +8,8 @@ protocol HTTP2SessionDelegate: AnyObject {
     /// ``HTTP2Stream/Phase/dispatched``). The delegate answers through
     /// ``HTTP2Session/submit(_:on:id:)`` or ``HTTP2Session/reset(_:id:code:)``, now or later.
     func session(_ session: HTTP2Session, didReceive stream: HTTP2Stream)
+    /// A stream marked ``HTTP2Stream/isHeld`` closed (the client reset it, or the connection ends).
+    func session(_ session: HTTP2Session, didCloseHeld stream: HTTP2Stream)
 }
 
 /// Owner of one nghttp2 server session, fed through `nghttp2_session_mem_recv` and drained through
@@ -63,6 +65,8 @@ final class HTTP2Session {
         // The session enforces RFC 9113's request rules itself, checking only values it has not
         // seen on the connection (RequestFieldRules); nghttp2's layer checks every byte every time.
         nghttp2_option_set_no_http_messaging(option, 1)
+        // PINGs are acknowledged by this session (``answersPings``), so a fault can withhold them.
+        nghttp2_option_set_no_auto_ping_ack(option, 1)
 
         var created: OpaquePointer?
         let rc = nghttp2_session_server_new3(
@@ -132,6 +136,10 @@ final class HTTP2Session {
         }
     }
 
+    /// Whether PING frames are acknowledged (they are, at once, unless an `ignore-pings` fault is
+    /// in force).
+    var answersPings = true
+
     /// Changes the advertised MAX_CONCURRENT_STREAMS (APNs raises it once a token is accepted).
     func submitMaxConcurrentStreams(_ value: UInt32) {
         var entry = nghttp2_settings_entry(
@@ -197,7 +205,16 @@ final class HTTP2Session {
         if headerBlockStream?.toOpaque() == Unmanaged.passUnretained(stream).toOpaque() {
             headerBlockStream = nil
         }
+        if stream.isHeld {
+            delegate.session(self, didCloseHeld: stream)
+        }
         streams.close(stream)
+    }
+
+    /// A PING arrived: acknowledge it with the same opaque data, unless pings are withheld.
+    fileprivate func ping(_ opaqueData: UnsafePointer<UInt8>) {
+        guard answersPings else { return }
+        _ = nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_ACK.rawValue), opaqueData)
     }
 
     // MARK: Collecting a request (callbacks)
@@ -396,6 +413,14 @@ extension HTTP2Session {
                             frame.pointee.hd.stream_id, trailer: category == NGHTTP2_HCAT_HEADERS, endStream: endStream)
                     }
                 }
+            }
+            if type == UInt8(NGHTTP2_PING.rawValue), frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) == 0 {
+                withUnsafePointer(to: frame.pointee.ping.opaque_data) { opaque in
+                    opaque.withMemoryRebound(to: UInt8.self, capacity: 8) { bytes in
+                        withOwner(userData) { $0.ping(bytes) }
+                    }
+                }
+                return 0
             }
             if endStream, type == UInt8(NGHTTP2_HEADERS.rawValue) || type == UInt8(NGHTTP2_DATA.rawValue) {
                 // The stream may already be gone (reset for oversized headers); endOfStream checks.

@@ -43,6 +43,9 @@ final class HTTP2Stream {
     @exclusivity(unchecked) var repeatable = true
     /// The `content-length` the request announced.
     @exclusivity(unchecked) var declaredLength: Int?
+    /// Set when the stream is deliberately never answered (a `hang` fault): it is exempt from the
+    /// stuck-stream timeout, and its session reports its close to the delegate.
+    @exclusivity(unchecked) var isHeld = false
     /// Body being sent by the data provider, and how much of it has gone out.
     @exclusivity(unchecked) private(set) var responseBody: [UInt8] = []
     @exclusivity(unchecked) var responseOffset = 0
@@ -58,6 +61,7 @@ final class HTTP2Stream {
         repeatFields = 0
         repeatable = true
         declaredLength = nil
+        isHeld = false
         responseBody.removeAll(keepingCapacity: true)
         responseOffset = 0
     }
@@ -86,6 +90,7 @@ final class HTTP2Stream {
     func close() {
         phase = .idle
         id = 0
+        isHeld = false
         responseBody.removeAll(keepingCapacity: true)
     }
 

@@ -16,6 +16,8 @@ struct Recorder: Sendable {
         var answerAction: Answer.Action?
         /// The rejection the rule answers with instead of the decided response.
         var rejection: Rejection?
+        /// Whether a response still goes out (no action, or one that leaves the request answered).
+        var answers: Bool { action?.answers ?? true }
     }
 
     private func injection(for rule: FaultRule?) -> Injection? {
@@ -27,14 +29,29 @@ struct Recorder: Sendable {
             case .reset: injection.answerAction = .resetStream
             case .close: injection.answerAction = .close
             case .goaway: injection.answerAction = .goAway(debugData: ErrorBody.bytes(for: rule.respond?.reason ?? .shutdown))
+            case .hang: injection.answerAction = .hang
+            case .tcpReset: injection.answerAction = .tcpReset
+            case .shrinkStreams:
+                injection.answerAction = .shrinkStreams(
+                    limit: UInt32(clamping: rule.maxConcurrentStreams ?? 1), durationMs: rule.durationMs)
+            case .ignorePings: injection.answerAction = .ignorePings(durationMs: rule.durationMs ?? 0)
             }
-        } else if var rejection = rule.respond {
+        }
+        if injection.answers, var rejection = rule.respond {
             if rejection.reason.carriesTimestamp, rejection.timestamp == nil {
                 rejection.timestamp = Clock.nowMilliseconds()
             }
             injection.rejection = rejection
         }
         return injection
+    }
+
+    /// What a fault rule matches a request of this connection on, besides the request's own facts.
+    private func facts(_ facts: FaultRule.Facts, context: ConnectionContext, connection: ConnectionState) -> FaultRule.Facts {
+        var facts = facts
+        facts.connection = context.connectionNumber
+        facts.requestNumber = connection.requestCount
+        return facts
     }
 
     /// The device push's final answer.
@@ -53,12 +70,14 @@ struct Recorder: Sendable {
         }
 
         var answer = Answer(response: response.http2)
-        let injected = injection(for: state.faults.apply(to: request, decision: decision))
+        let injected = injection(
+            for: state.faults.apply(to: request, decision: decision, connection: context.connectionNumber,
+                                    requestNumber: connection.requestCount))
         if let injected {
             answer.delayMs = injected.rule.delayMs
-            if let action = injected.answerAction {
+            answer.action = injected.answerAction
+            if !injected.answers {
                 answer.response = nil
-                answer.action = action
             } else if let rejection = injected.rejection {
                 response = .rejected(rejection, apnsID: response.apnsID)
                 answer.response = response.http2
@@ -111,8 +130,9 @@ struct Recorder: Sendable {
         case .rejected(let rejection):
             response = .rejected(rejection, requestID: decided.requestID)
         }
-        let rule = state.faults.apply(FaultRule.Facts(
-            topic: decided.verdict.bundleID, pushType: .liveactivity, kind: .broadcast, channelID: decided.verdict.channelID))
+        let rule = state.faults.apply(facts(
+            FaultRule.Facts(topic: decided.verdict.bundleID, pushType: .liveactivity, kind: .broadcast, channelID: decided.verdict.channelID),
+            context: context, connection: connection))
         return finish(
             response: &response, injected: injection(for: rule), kind: .broadcast, channelID: decided.verdict.channelID,
             operation: nil, interpreted: interpreted, environment: decided.environment, auth: decided.auth,
@@ -126,11 +146,13 @@ struct Recorder: Sendable {
         context: ConnectionContext, connection: inout ConnectionState
     ) -> Answer {
         let verdict = decided.verdict
-        let rule = state.faults.apply(FaultRule.Facts(topic: verdict.bundleID, kind: .channel, channelID: verdict.channelID))
+        let rule = state.faults.apply(facts(
+            FaultRule.Facts(topic: verdict.bundleID, kind: .channel, channelID: verdict.channelID),
+            context: context, connection: connection))
         let injected = injection(for: rule)
         var outcome = verdict.outcome
         var channelID = verdict.channelID
-        if injected?.answerAction == nil, injected?.rejection == nil, let bundleID = verdict.bundleID {
+        if injected?.answers ?? true, injected?.rejection == nil, let bundleID = verdict.bundleID {
             switch outcome {
             case .create(let policy):
                 switch state.channels.create(bundleID: bundleID, environment: decided.environment, policy: policy) {
@@ -176,7 +198,7 @@ struct Recorder: Sendable {
                 response = .rejected(rejection, requestID: response.requestID)
             }
         }
-        if answer.action == nil {
+        if injected?.answers ?? true {
             answer.response = response.http2
         }
         let status = answer.response == nil ? nil : response.status

@@ -15,6 +15,9 @@ public final class MockState: Sendable {
     let statistics: RequestStatistics
     let connections: ConnectionRegistry
     let channels: ChannelStore
+    /// The connection count at the last reset: a connection's number for fault rules is its id
+    /// minus this.
+    private let connectionBase = Atomic<UInt64>(0)
     /// Per device token; `nil` inside when no rate limit is configured, and then never locked.
     let rateLimiter: Mutex<RateLimiter?>
     let isRateLimited: Bool
@@ -32,8 +35,34 @@ public final class MockState: Sendable {
     }
 
     /// Back to the configuration's state (`POST /v1/reset`): records forgotten, devices, channels and
-    /// faults as configured, rate allowances full again, connections counted from 1.
+    /// faults as configured, rate allowances full again, connections numbered from 1 again.
+    /// Streams held unanswered by `hang` faults, across connections, and their cap: a hung stream
+    /// costs its connection's state, so a rule that hangs everything must not exhaust the server.
+    private let heldStreamCount = Atomic<Int>(0)
+    static let heldStreamLimit = 10_000
+
+    /// Takes one of the held-stream places; false when all are taken.
+    func holdStream() -> Bool {
+        if heldStreamCount.add(1, ordering: .relaxed).newValue > Self.heldStreamLimit {
+            heldStreamCount.subtract(1, ordering: .relaxed)
+            return false
+        }
+        return true
+    }
+
+    func releaseHeldStreams(_ count: Int) {
+        heldStreamCount.subtract(count, ordering: .relaxed)
+    }
+
+    var heldStreams: Int { heldStreamCount.load(ordering: .relaxed) }
+
+    /// The number of the connection with `id` since start or the last reset (1-based).
+    func connectionNumber(of id: UInt64) -> Int {
+        Int(clamping: id &- connectionBase.load(ordering: .relaxed))
+    }
+
     func reset() {
+        connectionBase.store(connections.total, ordering: .relaxed)
         records.removeAll()
         devices.update { $0 = devices.initial }
         faults.reset()
