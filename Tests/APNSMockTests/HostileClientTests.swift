@@ -13,7 +13,9 @@ struct HostileClientTests {
     static let body = Array(#"{"aps":{"alert":"hello"}}"#.utf8)
 
     /// The server still serves a well-behaved client.
-    static func expectStillServing(_ mock: RunningMock, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+    static func expectStillServing(
+        _ mock: RunningMock, token: String = token, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
         let response = try await Curl.send(url: "\(mock.baseURL)/3/device/\(token)", caPath: mock.caPath)
         #expect(response.status == 200, sourceLocation: sourceLocation)
     }

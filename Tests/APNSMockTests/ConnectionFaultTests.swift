@@ -1,0 +1,196 @@
+@testable import APNSMock
+import APNSMockCore
+import APNSMockTesting
+import Foundation
+import Testing
+
+/// Connection-level faults seen from real clients over TLS (docs/admin-api.md, "Testing your
+/// client's error handling"): a stream that is never answered, a TCP reset, a shrinking stream
+/// limit, unanswered PINGs, and faults aimed at one connection's n-th request. After each, the
+/// server still serves a new connection.
+@Suite("Connection-level faults", .timeLimit(.minutes(2)))
+struct ConnectionFaultTests {
+    static let token = String(repeating: "ab", count: 32)
+    static let otherToken = String(repeating: "cd", count: 32)
+    static let body = Array(#"{"aps":{"alert":"hello"}}"#.utf8)
+
+    /// Harness mocks that allow the raw client's concurrent streams before its token is seen.
+    static func configure(_ configuration: inout ServerConfiguration) {
+        configuration.http2.streamsBeforeAuthentication = 100
+    }
+
+    static func connect(_ mock: RunningMock) async throws -> RawClient {
+        let client = try await RawClient.connect(port: mock.apnsPort, security: .tls(caPath: mock.caPath, alpn: ["h2"]))
+        try await client.send(H2.preface + H2.settings())
+        return client
+    }
+
+    static func frames(_ client: RawClient) -> [H2.Frame] { H2.parse(client.received) }
+
+    /// MAX_CONCURRENT_STREAMS of the server's (non-ACK) SETTINGS frames, in order.
+    static func streamLimits(_ frames: [H2.Frame]) -> [UInt32] {
+        AuthenticationTests.maxConcurrentStreams(in: frames)
+    }
+
+    @Test func hangLeavesOneStreamUnansweredWhileOthersAreServed() async throws {
+        try await MockHarness.withRunningMock(configure: Self.configure) { mock in
+            try await mock.admin.addFault(json: #"{"match":{"token":"\#(Self.token)"},"action":"hang"}"#).expect([201])
+            let client = try await Self.connect(mock)
+            try await client.send(
+                H2.request(stream: 1, token: Self.token, body: Self.body) + H2.request(stream: 3, token: Self.otherToken, body: Self.body))
+            let answered = await client.waitUntil { HostileClientTests.hasResponse(H2.parse($0), stream: 3) }
+            #expect(HostileClientTests.hasResponse(H2.parse(answered), stream: 3))
+            // Stream 1 stays unanswered: nothing arrives for it while the client waits.
+            let later = await client.waitUntil(timeout: .milliseconds(700)) { bytes in H2.parse(bytes).contains { $0.stream == 1 } }
+            #expect(!H2.parse(later).contains { $0.stream == 1 })
+            // A client with a timeout gives up on it (RST_STREAM CANCEL); the connection goes on.
+            try await client.send(H2.frame(.rstStream, stream: 1, payload: H2.be32(8)) + H2.request(stream: 5, token: Self.otherToken, body: Self.body))
+            let after = await client.waitUntil { HostileClientTests.hasResponse(H2.parse($0), stream: 5) }
+            #expect(HostileClientTests.hasResponse(H2.parse(after), stream: 5))
+            await client.close()
+
+            // curl with a timeout sees no response at all.
+            let curl = try await ExternalTool.run("curl", [
+                "-sS", "--http2", "--cacert", mock.caPath, "--max-time", "1", "-H", "apns-topic: com.example.app",
+                "-H", "authorization: \(Curl.demoAuthorization ?? "")", "-d", "{}", "\(mock.baseURL)/3/device/\(Self.token)",
+            ])
+            #expect(curl.exitCode == 28)  // operation timed out
+
+            let records = try await mock.admin.notifications(RecordQuery(token: Self.token, outcome: .all)).notifications
+            #expect(records.map(\.action) == ["hang", "hang"])
+            #expect(records.allSatisfy { $0.status == nil && $0.injected })
+            try await HostileClientTests.expectStillServing(mock, token: Self.otherToken)
+        }
+    }
+
+    @Test func tcpResetEndsTheConnectionWithoutGoAway() async throws {
+        try await MockHarness.withRunningMock(configure: Self.configure) { mock in
+            try await mock.admin.addFault(json: #"{"action":"tcp-reset","times":2}"#).expect([201])
+            let client = try await Self.connect(mock)
+            try await client.send(H2.request(stream: 1, token: Self.token, body: Self.body))
+            let outcome = await client.waitForClose()
+            #expect(outcome.closed)
+            #expect(outcome.error?.contains("reset") == true, "\(outcome.error ?? "no error")")
+            #expect(!H2.parse(outcome.received).contains { $0.goaway != nil || $0.stream == 1 })
+
+            let curl = try await ExternalTool.run("curl", [
+                "-sS", "--http2", "--cacert", mock.caPath, "--max-time", "5", "-H", "apns-topic: com.example.app",
+                "-H", "authorization: \(Curl.demoAuthorization ?? "")", "-d", "{}", "\(mock.baseURL)/3/device/\(Self.token)",
+            ])
+            #expect(curl.exitCode != 0)
+            #expect(curl.stderr.lowercased().contains("reset"), "\(curl.stderr)")
+            let records = try await mock.admin.notifications(RecordQuery(outcome: .all)).notifications
+            #expect(records.map(\.action) == ["tcp-reset", "tcp-reset"])
+            try await HostileClientTests.expectStillServing(mock)
+        }
+    }
+
+    @Test func shrinkStreamsLowersTheLimitAndRestoresIt() async throws {
+        try await MockHarness.withRunningMock(configure: Self.configure) { mock in
+            try await mock.admin.addFault(
+                json: #"{"action":"shrink-streams","maxConcurrentStreams":1,"durationMs":800,"times":1}"#).expect([201])
+            let client = try await Self.connect(mock)
+            try await client.send(H2.request(stream: 1, token: Self.token, body: Self.body))
+            let shrunk = await client.waitUntil { Self.streamLimits(H2.parse($0)).last == 1 }
+            #expect(Self.streamLimits(H2.parse(shrunk)).last == 1)
+            #expect(HostileClientTests.hasResponse(H2.parse(shrunk), stream: 1))  // the request is answered
+            // The client acknowledges; a second concurrent stream is then refused.
+            let open = H2.headers(
+                stream: 3,
+                [(":method", "POST"), (":scheme", "https"), (":path", "/3/device/\(Self.token)"), (":authority", "localhost"),
+                 ("apns-topic", "com.example.app"), ("authorization", Curl.demoAuthorization ?? "")],
+                endStream: false)
+            try await client.send(H2.frame(.settings, flags: H2.ack) + open + H2.request(stream: 5, token: Self.token, body: Self.body))
+            let refused = await client.waitUntil { bytes in H2.parse(bytes).contains { $0.stream == 5 && $0.rstErrorCode != nil } }
+            #expect(H2.parse(refused).first { $0.stream == 5 && $0.rstErrorCode != nil }?.rstErrorCode == HTTP2ErrorCode.refusedStream.rawValue)
+            // After durationMs the limit is back.
+            let restored = await client.waitUntil(timeout: .seconds(5)) { Self.streamLimits(H2.parse($0)).last == 1000 }
+            #expect(Self.streamLimits(H2.parse(restored)).suffix(2) == [1, 1000])
+            await client.close()
+            let record = try #require(try await mock.admin.notifications().notifications.first)
+            #expect(record.action == "shrink-streams" && record.status == 200 && record.injected)
+            try await HostileClientTests.expectStillServing(mock)
+        }
+    }
+
+    @Test func ignorePingsWithholdsAcknowledgementsForAWhile() async throws {
+        try await MockHarness.withRunningMock(configure: Self.configure) { mock in
+            try await mock.admin.addFault(json: #"{"action":"ignore-pings","durationMs":1000,"times":1}"#).expect([201])
+            let client = try await Self.connect(mock)
+            try await client.send(H2.request(stream: 1, token: Self.token, body: Self.body))
+            _ = await client.waitUntil { HostileClientTests.hasResponse(H2.parse($0), stream: 1) }
+            let first: [UInt8] = [1, 1, 1, 1, 1, 1, 1, 1], second: [UInt8] = [2, 2, 2, 2, 2, 2, 2, 2]
+            @Sendable func acks(_ bytes: [UInt8], _ data: [UInt8]) -> Bool {
+                H2.parse(bytes).contains { $0.type == H2.FrameType.ping.rawValue && $0.flags == H2.ack && $0.payload == data }
+            }
+            let start = ContinuousClock.now
+            try await client.send(H2.frame(.ping, payload: first))
+            let unanswered = await client.waitUntil(timeout: .milliseconds(500)) { acks($0, first) }
+            #expect(!acks(unanswered, first))
+            // Once durationMs has passed, PINGs are answered again.
+            try await Task.sleep(until: start + .milliseconds(1200), clock: .continuous)
+            try await client.send(H2.frame(.ping, payload: second))
+            let answered = await client.waitUntil { acks($0, second) }
+            #expect(acks(answered, second))
+            #expect(!acks(answered, first))
+            await client.close()
+            try await HostileClientTests.expectStillServing(mock)
+        }
+    }
+
+    /// After a rejection the connection allows one stream, until a request is accepted again.
+    @Test func streamLimitFollowsRejectionsWhenConfigured() async throws {
+        try await MockHarness.withRunningMock(configure: {
+            Self.configure(&$0)
+            $0.http2.shrinkStreamsAfterRejection = true
+        }) { mock in
+            let client = try await Self.connect(mock)
+            try await client.send(H2.request(stream: 1, token: "zz", body: Self.body))
+            let shrunk = await client.waitUntil { Self.streamLimits(H2.parse($0)).last == 1 }
+            #expect(Self.streamLimits(H2.parse(shrunk)).last == 1)
+            try await client.send(H2.frame(.settings, flags: H2.ack) + H2.request(stream: 3, token: Self.token, body: Self.body))
+            let raised = await client.waitUntil { Self.streamLimits(H2.parse($0)).last == 1000 }
+            #expect(Self.streamLimits(H2.parse(raised)).last == 1000)
+            await client.close()
+        }
+    }
+
+    /// "The second connection's second request gets 503": connections are numbered since start
+    /// (or reset), requests per connection.
+    @Test func faultsTargetOneConnectionsNthRequest() async throws {
+        try await MockHarness.withRunningMock { mock in
+            try await mock.admin.addFault(
+                json: #"{"match":{"connection":2,"afterRequests":1},"respond":{"reason":"ServiceUnavailable"},"times":1}"#
+            ).expect([201])
+            let request = ["authorization": Curl.demoAuthorization ?? "", "apns-topic": "com.example.app"]
+            let url = "\(mock.baseURL)/3/device/\(Self.token)"
+            let first = try await Curl.sequence(url: url, caPath: mock.caPath, requests: [request, request])
+            let second = try await Curl.sequence(url: url, caPath: mock.caPath, requests: [request, request, request])
+            #expect(first.map(\.status) == [200, 200])
+            #expect(second.map(\.status) == [200, 503, 200])
+            #expect(second.map(\.reason) == [nil, "ServiceUnavailable", nil])
+        }
+    }
+
+    @Test(arguments: [
+        (#"{"action":"explode"}"#, "action"),
+        (#"{"action":"shrink-streams"}"#, "maxConcurrentStreams"),
+        (#"{"action":"shrink-streams","maxConcurrentStreams":0}"#, "maxConcurrentStreams"),
+        (#"{"action":"shrink-streams","maxConcurrentStreams":1001}"#, "maxConcurrentStreams"),
+        (#"{"action":"ignore-pings"}"#, "durationMs"),
+        (#"{"action":"ignore-pings","durationMs":-5}"#, "durationMs"),
+        (#"{"action":"reset","durationMs":5}"#, "durationMs"),
+        (#"{"action":"hang","maxConcurrentStreams":5}"#, "maxConcurrentStreams"),
+        (#"{"action":"hang","respond":{"reason":"Shutdown"}}"#, "respond"),
+        (#"{"match":{"connection":0},"action":"hang"}"#, "match.connection"),
+        (#"{"match":{"afterRequests":-1},"action":"hang"}"#, "match.afterRequests"),
+    ])
+    func badRulesAreRefusedWithTheField(_ body: String, _ field: String) async throws {
+        try await MockHarness.withRunningMock { mock in
+            let response = try await mock.admin.addFault(json: body)
+            #expect(response.status == 400)
+            #expect(response.error?.hasPrefix(field) == true, "\(response.error ?? "")")
+            #expect(try await mock.admin.faults().faults.isEmpty)
+        }
+    }
+}
