@@ -47,8 +47,25 @@ public struct Configuration: Sendable, Equatable {
         public var privateKey = "certs/server-key.pem"
         /// The CA whose client certificates are accepted for certificate authentication.
         public var clientCA = "certs/ca.pem"
+        /// Serve one of the trust scenarios `certs init` prepares instead of the normal server
+        /// certificate (docs/configuration.md).
+        public var scenario: TLSScenario = .standard
 
         public init() {}
+    }
+
+    /// Which server certificate the listeners present, to test what a client trusts.
+    public enum TLSScenario: String, Sendable, CaseIterable, Codable {
+        /// The normal server certificate (`server.pem`), under the test CA.
+        case standard
+        /// A certificate under the test CA that expired yesterday (`server-expired.pem`).
+        case expired
+        /// A certificate under the test CA that names only `wrong-host.invalid`
+        /// (`server-wrong-host.pem`).
+        case wrongHost = "wrong-host"
+        /// A chain under a second root CA, `ca-next.pem`, through an intermediate
+        /// (`server-next.pem`), as when Apple moved its servers to a new root.
+        case newRoot = "new-root"
     }
 
     /// Which environment a token-auth key may be used in (Apple lets a key be restricted).
@@ -376,8 +393,9 @@ extension Configuration {
     }
 
     private static func decodeTLS<N>(_ field: Field<N>) throws(ConfigurationError) -> TLS {
-        let fields = try field.mapping(allowing: ["certificate", "privateKey", "clientCA"])
+        let fields = try field.mapping(allowing: ["certificate", "privateKey", "clientCA", "scenario"])
         var tls = TLS()
+        if let value = fields.optional("scenario") { tls.scenario = try value.oneOf(TLSScenario.self) }
         if let value = fields.optional("certificate") { tls.certificate = try value.nonEmptyString() }
         if let value = fields.optional("privateKey") { tls.privateKey = try value.nonEmptyString() }
         if let value = fields.optional("clientCA") { tls.clientCA = try value.nonEmptyString() }

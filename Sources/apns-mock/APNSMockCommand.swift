@@ -45,6 +45,7 @@ enum LogFormat: String, ExpressibleByArgument, CaseIterable {
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
 extension APNSEnvironment: ExpressibleByArgument {}
+extension Configuration.TLSScenario: ExpressibleByArgument {}
 
 /// Writes the command's own output (the listening line, the banner) to standard output, flushed
 /// at once so that scripts waiting for a line see it. Logs go through swift-log to stderr.

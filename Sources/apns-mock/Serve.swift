@@ -40,6 +40,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Environment of requests whose host names none: sandbox or production.")
     var environment: APNSEnvironment?
 
+    @Option(help: "Serve a TLS trust scenario instead of the normal certificate: expired, wrong-host or new-root.")
+    var tlsScenario: Configuration.TLSScenario?
+
     @Option(help: "Event-loop threads serving APNs connections (default: the number of cores).")
     var threads: Int?
 
@@ -89,6 +92,16 @@ struct Serve: AsyncParsableCommand {
         } catch {
             logger.error("cannot create the certificate material in \(material.directory): \(error)")
             throw ExitCode(1)
+        }
+        if let tlsScenario { file.tls.scenario = tlsScenario }
+        if file.tls.scenario != .standard {
+            // A trust scenario replaces the server certificate on every listener (docs/configuration.md).
+            let paths = material.serverPaths(for: file.tls.scenario)
+            server.certificatePath = paths.certificate
+            server.privateKeyPath = paths.key
+            logger.warning(
+                "serving the \(file.tls.scenario.rawValue) TLS trust scenario",
+                metadata: ["certificate": "\(paths.certificate)"])
         }
 
         // Key files as `certs init` placed them (relative paths land in the certificate directory).

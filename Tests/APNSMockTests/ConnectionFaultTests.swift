@@ -194,3 +194,70 @@ struct ConnectionFaultTests {
         }
     }
 }
+
+/// The TLS trust scenarios `certs init` prepares: what a client that verifies the server sees
+/// (docs/configuration.md, `tls.scenario`).
+@Suite("TLS trust scenarios", .timeLimit(.minutes(2)))
+struct TrustScenarioTests {
+    static func serving(_ scenario: Configuration.TLSScenario) -> (inout ServerConfiguration) -> Void {
+        { configuration in
+            guard let material = try? MockHarness.sharedCertificates() else { return }
+            let paths = material.serverPaths(for: scenario)
+            configuration.certificatePath = paths.certificate
+            configuration.privateKeyPath = paths.key
+        }
+    }
+
+    static func curl(_ mock: RunningMock, trusting ca: String) async throws -> ExternalTool.Output {
+        try await ExternalTool.run("curl", [
+            "-sS", "--http2", "--cacert", ca, "--max-time", "10", "-o", "/dev/null", "-w", "%{http_code}",
+            "-H", "apns-topic: com.example.app", "-H", "authorization: \(Curl.demoAuthorization ?? "")",
+            "-d", #"{"aps":{"alert":"hi"}}"#, "\(mock.baseURL)/3/device/\(String(repeating: "ab", count: 32))",
+        ])
+    }
+
+    @Test func expiredCertificateIsRefusedByAVerifyingClient() async throws {
+        try await MockHarness.withRunningMock(configure: Self.serving(.expired)) { mock in
+            let output = try await Self.curl(mock, trusting: mock.caPath)
+            #expect(output.exitCode == 60)  // peer certificate cannot be authenticated
+            #expect(output.stderr.contains("expired"), "\(output.stderr)")
+        }
+    }
+
+    @Test func certificateForAnotherHostIsRefused() async throws {
+        try await MockHarness.withRunningMock(configure: Self.serving(.wrongHost)) { mock in
+            let output = try await Self.curl(mock, trusting: mock.caPath)
+            #expect(output.exitCode == 60)
+            #expect(output.stderr.contains("subject name"), "\(output.stderr)")
+        }
+    }
+
+    /// A client that pins the old root fails; one that trusts the new root works.
+    @Test func newRootIsTrustedOnlyByClientsThatHaveIt() async throws {
+        try await MockHarness.withRunningMock(configure: Self.serving(.newRoot)) { mock in
+            let material = try MockHarness.sharedCertificates()
+            let old = try await Self.curl(mock, trusting: mock.caPath)
+            #expect(old.exitCode == 60)
+            let new = try await Self.curl(mock, trusting: material.nextCAPath)
+            #expect(new.exitCode == 0, "\(new.stderr)")
+            #expect(new.text == "200")
+        }
+    }
+
+    @Test func scenarioIsAConfigurationSetting() throws {
+        #expect(try Configuration.parse(yaml: "tls: { scenario: new-root }", file: "t.yaml").tls.scenario == .newRoot)
+        do {
+            _ = try Configuration.parse(yaml: "tls: { scenario: broken }", file: "t.yaml")
+            Issue.record("accepted an unknown scenario")
+        } catch {
+            #expect(error.description.contains("tls.scenario"), "\(error.description)")
+        }
+    }
+
+    @Test func standardCertificateStillWorks() async throws {
+        try await MockHarness.withRunningMock { mock in
+            let output = try await Self.curl(mock, trusting: mock.caPath)
+            #expect(output.text == "200")
+        }
+    }
+}

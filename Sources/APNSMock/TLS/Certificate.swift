@@ -44,7 +44,8 @@ final class Certificate {
 /// What a certificate to be issued says about itself.
 struct CertificateRequest {
     enum Kind {
-        case certificateAuthority
+        /// A root or intermediate CA; `pathLength` CAs may stand below it.
+        case certificateAuthority(pathLength: Int = 0)
         case server(dnsNames: [String], ipAddresses: [String])
         /// An APNs provider certificate: Apple's topic extension and environment markers.
         case apnsClient(topics: ApplePushTopics, development: Bool, production: Bool)
@@ -54,6 +55,9 @@ struct CertificateRequest {
     var subject: [(String, String)]
     var kind: Kind
     var validDays: Int = 825
+    /// Days from now to the start of validity (an hour before now when 0); a negative start with a
+    /// short validity makes an expired certificate.
+    var validFromDays: Int = 0
 }
 
 /// The content of Apple's topic extension (OID 1.2.840.113635.100.6.3.6): topic strings, each
@@ -132,8 +136,9 @@ enum CertificateIssuer {
               BN_to_ASN1_INTEGER(serial, X509_get_serialNumber(x509)) != nil
         else { throw OpenSSLError.drain("setting the serial number") }
 
-        guard X509_gmtime_adj(X509_getm_notBefore(x509), -3600) != nil,
-              X509_gmtime_adj(X509_getm_notAfter(x509), request.validDays * 86_400) != nil
+        let start = request.validFromDays * 86_400 - 3600
+        guard X509_gmtime_adj(X509_getm_notBefore(x509), start) != nil,
+              X509_gmtime_adj(X509_getm_notAfter(x509), start + 3600 + request.validDays * 86_400) != nil
         else { throw OpenSSLError.drain("setting the validity") }
         guard X509_set_pubkey(x509, key.pointer) == 1 else { throw OpenSSLError.drain("setting the public key") }
 
@@ -172,8 +177,8 @@ enum CertificateIssuer {
             try add(NID_authority_key_identifier, "keyid:always")
         }
         switch request.kind {
-        case .certificateAuthority:
-            try add(NID_basic_constraints, "critical,CA:TRUE,pathlen:0")
+        case .certificateAuthority(let pathLength):
+            try add(NID_basic_constraints, "critical,CA:TRUE,pathlen:\(pathLength)")
             try add(NID_key_usage, "critical,keyCertSign,cRLSign")
         case .server(let dnsNames, let ipAddresses):
             try add(NID_basic_constraints, "critical,CA:FALSE")

@@ -1,3 +1,4 @@
+import APNSMockCore
 import Foundation
 import Logging
 
@@ -54,6 +55,21 @@ public struct TestCertificates: Sendable {
     public var caKeyPath: String { path("ca-key.pem") }
     public var serverCertificatePath: String { path("server.pem") }
     public var serverKeyPath: String { path("server-key.pem") }
+    /// The second root CA of the `new-root` trust scenario, and its intermediate.
+    public var nextCAPath: String { path("ca-next.pem") }
+    public var nextCAKeyPath: String { path("ca-next-key.pem") }
+    public var nextIntermediatePath: String { path("ca-next-intermediate.pem") }
+    public var nextIntermediateKeyPath: String { path("ca-next-intermediate-key.pem") }
+
+    /// The server certificate (with its chain) and key a trust scenario serves.
+    public func serverPaths(for scenario: Configuration.TLSScenario) -> (certificate: String, key: String) {
+        switch scenario {
+        case .standard: (serverCertificatePath, serverKeyPath)
+        case .expired: (path("server-expired.pem"), path("server-expired-key.pem"))
+        case .wrongHost: (path("server-wrong-host.pem"), path("server-wrong-host-key.pem"))
+        case .newRoot: (path("server-next.pem"), path("server-next-key.pem"))
+        }
+    }
 
     /// Client certificate files for `app`: `client-<bundle>[-<variant>].pem` and `…-key.pem`.
     /// The plain name is a universal certificate (development and production markers); the
@@ -86,7 +102,7 @@ public struct TestCertificates: Sendable {
             let certificate = try CertificateIssuer.issue(
                 CertificateRequest(
                     subject: [("O", "apns-mock"), ("CN", "apns-mock test CA")],
-                    kind: .certificateAuthority, validDays: 3650),
+                    kind: .certificateAuthority(), validDays: 3650),
                 key: key, issuer: nil)
             try write(certificate.pem(), to: caPath, secret: false)
             try write(key.privateKeyPEM(), to: caKeyPath, secret: true)
@@ -107,6 +123,8 @@ public struct TestCertificates: Sendable {
             try write(key.privateKeyPEM(), to: serverKeyPath, secret: true)
             written += [serverCertificatePath, serverKeyPath]
         }
+
+        written += try ensureTrustScenarios(ca: ca)
 
         for app in apps {
             for (variant, development, production) in [(nil, true, true), ("development", true, false), ("production", false, true)] {
@@ -138,6 +156,63 @@ public struct TestCertificates: Sendable {
         for file in written {
             logger?.info("created \(file)")
         }
+        return written
+    }
+
+    /// The server certificates of the trust scenarios (docs/configuration.md, `tls.scenario`):
+    /// expired, naming another host, and under a second root through an intermediate.
+    private func ensureTrustScenarios(ca: (certificate: Certificate, key: ECKey)) throws -> [String] {
+        let files = FileManager.default
+        var written: [String] = []
+        let dnsNames = Array(Set(Self.defaultDNSNames + extraHosts.filter { !Self.isIPAddress($0) })).sorted()
+        let ipAddresses = Array(Set(Self.defaultIPAddresses + extraHosts.filter(Self.isIPAddress))).sorted()
+        func issueServer(
+            _ scenario: Configuration.TLSScenario, kind: CertificateRequest.Kind, validFromDays: Int = 0, validDays: Int = 825,
+            issuer: (certificate: Certificate, key: ECKey), chain: [Certificate] = []
+        ) throws {
+            let paths = serverPaths(for: scenario)
+            if files.fileExists(atPath: paths.certificate), files.fileExists(atPath: paths.key) { return }
+            let key = try ECKey.generateP256()
+            let certificate = try CertificateIssuer.issue(
+                CertificateRequest(
+                    subject: [("O", "apns-mock"), ("CN", "apns-mock \(scenario.rawValue)")], kind: kind,
+                    validDays: validDays, validFromDays: validFromDays),
+                key: key, issuer: issuer)
+            try write(try ([certificate] + chain).map { try $0.pem() }.joined(), to: paths.certificate, secret: false)
+            try write(key.privateKeyPEM(), to: paths.key, secret: true)
+            written += [paths.certificate, paths.key]
+        }
+        // Valid from 30 days ago until yesterday.
+        try issueServer(.expired, kind: .server(dnsNames: dnsNames, ipAddresses: ipAddresses), validFromDays: -30, validDays: 29, issuer: ca)
+        try issueServer(.wrongHost, kind: .server(dnsNames: ["wrong-host.invalid"], ipAddresses: []), issuer: ca)
+
+        let nextIntermediate: (certificate: Certificate, key: ECKey)
+        if files.fileExists(atPath: nextIntermediatePath), files.fileExists(atPath: nextIntermediateKeyPath) {
+            nextIntermediate = (try Certificate.read(pem: String(contentsOfFile: nextIntermediatePath, encoding: .utf8)),
+                                try ECKey.privateKey(pem: String(contentsOfFile: nextIntermediateKeyPath, encoding: .utf8)))
+        } else {
+            let rootKey = try ECKey.generateP256()
+            let root = try CertificateIssuer.issue(
+                CertificateRequest(
+                    subject: [("O", "apns-mock"), ("CN", "apns-mock next root CA")],
+                    kind: .certificateAuthority(pathLength: 1), validDays: 3650),
+                key: rootKey, issuer: nil)
+            let intermediateKey = try ECKey.generateP256()
+            let intermediate = try CertificateIssuer.issue(
+                CertificateRequest(
+                    subject: [("O", "apns-mock"), ("CN", "apns-mock next intermediate CA")],
+                    kind: .certificateAuthority(pathLength: 0), validDays: 3650),
+                key: intermediateKey, issuer: (root, rootKey))
+            try write(root.pem(), to: nextCAPath, secret: false)
+            try write(rootKey.privateKeyPEM(), to: nextCAKeyPath, secret: true)
+            try write(intermediate.pem(), to: nextIntermediatePath, secret: false)
+            try write(intermediateKey.privateKeyPEM(), to: nextIntermediateKeyPath, secret: true)
+            written += [nextCAPath, nextCAKeyPath, nextIntermediatePath, nextIntermediateKeyPath]
+            nextIntermediate = (intermediate, intermediateKey)
+        }
+        try issueServer(
+            .newRoot, kind: .server(dnsNames: dnsNames, ipAddresses: ipAddresses), issuer: nextIntermediate,
+            chain: [nextIntermediate.certificate])
         return written
     }
 
