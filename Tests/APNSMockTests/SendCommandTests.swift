@@ -4,8 +4,6 @@ import APNSMockTesting
 import Foundation
 import NIOCore
 import NIOPosix
-import Subprocess
-import SystemPackage
 import Testing
 
 /// `apns-mock send`, run as a user would (the built executable) against a mock started in-process.
@@ -294,34 +292,8 @@ enum SendCLI {
     /// Through swift-subprocess, as ``ExternalTool`` (Foundation's `Process` is not safe here).
     static func run(_ arguments: [String], in directory: URL? = nil, timeout: Double = 90) async throws -> Output {
         try #require(FileManager.default.isExecutableFile(atPath: binary), "build first: swift build --build-tests")
-        return try await withThrowingTaskGroup(of: Output?.self) { group in
-            group.addTask {
-                let result = try await Subprocess.run(
-                    .path(FilePath(binary)), arguments: Arguments(["send"] + arguments),
-                    workingDirectory: directory.map { FilePath($0.path) }, input: .none,
-                    output: .bytes(limit: 16 << 20), error: .bytes(limit: 16 << 20))
-                let code: Int32
-                switch result.terminationStatus {
-                case .exited(let status): code = Int32(status)
-                case .signaled(let signal): code = 128 + Int32(signal)
-                }
-                return Output(
-                    exitCode: code, stdout: String(decoding: result.standardOutput, as: UTF8.self),
-                    stderr: String(decoding: result.standardError, as: UTF8.self))
-            }
-            group.addTask {
-                try? await Task.sleep(for: .seconds(timeout))
-                return nil
-            }
-            defer { group.cancelAll() }
-            while let finished = try await group.next() {
-                if let output = finished { return output }
-                // The timer fired first: cancelling the run kills the process.
-                group.cancelAll()
-                return Output(exitCode: -1, stdout: "", stderr: "apns-mock send timed out after \(timeout) s")
-            }
-            return Output(exitCode: -1, stdout: "", stderr: "apns-mock send did not run")
-        }
+        let output = try await ExternalTool.run(binary, ["send"] + arguments, in: directory, timeout: timeout)
+        return Output(exitCode: output.exitCode, stdout: output.text, stderr: output.stderr)
     }
 
     static func temporaryDirectory() throws -> URL {

@@ -64,7 +64,7 @@ struct ChannelAPI: Sendable {
             authorization: request.authorization, environment: environment, now: Clock.nowSeconds(), state: &state.auth)
         let context = BroadcastContext(
             environment: environment, allowedTopics: auth.allowedTopics, authenticationFailure: auth.failure,
-            channels: state.channels.refreshed(from: channels), settings: settings, validation: validation)
+            channels: state.channels.refreshed(from: channels.registry), settings: settings, validation: validation)
         let verdict = validator.decideManagement(copy request, context: context)
         return BroadcastSideVerdict(
             verdict: verdict, environment: environment, auth: auth.summary,
@@ -119,7 +119,7 @@ struct BroadcastAPI: Sendable {
             authorization: request.authorization, environment: environment, now: Clock.nowSeconds(), state: &state.auth)
         let broadcastContext = BroadcastContext(
             environment: environment, allowedTopics: auth.allowedTopics, authenticationFailure: auth.failure,
-            channels: state.channels.refreshed(from: channels), settings: settings, validation: validation)
+            channels: state.channels.refreshed(from: channels.registry), settings: settings, validation: validation)
         let verdict = validator.decideBroadcast(copy request, context: broadcastContext, memo: &state.memo)
         return BroadcastSideVerdict(
             verdict: verdict, environment: environment, auth: auth.summary,

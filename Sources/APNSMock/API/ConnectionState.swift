@@ -34,7 +34,7 @@ struct ConnectionState {
 
     init(state: MockState) {
         devices = DeviceStore.Snapshot(state.devices)
-        channels = ChannelStore.Snapshot(state.channels)
+        channels = ChannelStore.Snapshot(state.channels.registry)
     }
 
     /// Wall-clock milliseconds when the bytes being processed were read: taken once per read

@@ -43,7 +43,7 @@ struct DeviceAPI: Sendable {
             // to exist for the app in this environment: a finding that needs the registry.
             let findings = BroadcastValidator.channelFindings(
                 request.body, bundleID: String(bundleID),
-                context: BroadcastContext(environment: environment, channels: state.channels.refreshed(from: channels)))
+                context: BroadcastContext(environment: environment, channels: state.channels.refreshed(from: channels.registry)))
             if !findings.isEmpty {
                 push.lint += findings
                 decision = validator.settings.strictLint

@@ -99,12 +99,15 @@ struct RawRecord: Sendable {
     /// A record of the broadcast side: which kind, which channel, which operation.
     final class BroadcastDetails: Sendable {
         let kind: RecordKind
+        /// The app named in the path: the record's topic.
+        let bundleID: String?
         /// The channel the request named in `apns-channel-id`, or the one it created.
         let channelID: String?
         let operation: ChannelOperation?
 
-        init(kind: RecordKind, channelID: String?, operation: ChannelOperation?) {
+        init(kind: RecordKind, bundleID: String?, channelID: String?, operation: ChannelOperation?) {
             self.kind = kind
+            self.bundleID = bundleID
             self.channelID = channelID
             self.operation = operation
         }
@@ -170,7 +173,7 @@ struct RawRecord: Sendable {
         return DeviceToken.canonical(String(token))
     }
 
-    var topic: String? { interpreted?.topic ?? shape.request.topic }
+    var topic: String? { interpreted?.topic ?? broadcast?.bundleID ?? shape.request.topic }
     var pushType: String? { interpreted.map { $0.pushType.rawValue } ?? shape.request.pushType }
 
     /// Builds the public record: the expensive parts happen here, at query time.

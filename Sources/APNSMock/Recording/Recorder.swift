@@ -134,7 +134,8 @@ struct Recorder: Sendable {
             FaultRule.Facts(topic: decided.verdict.bundleID, pushType: .liveactivity, kind: .broadcast, channelID: decided.verdict.channelID),
             context: context, connection: connection))
         return finish(
-            response: &response, injected: injection(for: rule), kind: .broadcast, channelID: decided.verdict.channelID,
+            response: &response, injected: injection(for: rule), kind: .broadcast, bundleID: decided.verdict.bundleID,
+            channelID: decided.verdict.channelID,
             operation: nil, interpreted: interpreted, environment: decided.environment, auth: decided.auth,
             request: request, streamID: streamID, context: context, connection: &connection)
     }
@@ -160,7 +161,7 @@ struct Recorder: Sendable {
                     channelID = channel.id
                     var response = BroadcastResponse(status: 201, requestID: decided.requestID, channelID: channel.id)
                     return finish(
-                        response: &response, injected: injected, kind: .channel, channelID: channelID,
+                        response: &response, injected: injected, kind: .channel, bundleID: bundleID, channelID: channelID,
                         operation: verdict.operation, interpreted: nil, environment: decided.environment,
                         auth: decided.auth, request: request, streamID: streamID, context: context,
                         connection: &connection)
@@ -178,14 +179,15 @@ struct Recorder: Sendable {
         }
         var response = ChannelAPI.response(to: outcome, requestID: decided.requestID)
         return finish(
-            response: &response, injected: injected, kind: .channel, channelID: channelID, operation: verdict.operation,
+            response: &response, injected: injected, kind: .channel, bundleID: verdict.bundleID, channelID: channelID,
+            operation: verdict.operation,
             interpreted: nil, environment: decided.environment, auth: decided.auth, request: request,
             streamID: streamID, context: context, connection: &connection)
     }
 
     /// Applies a fault rule's outcome to a broadcast-side response, then counts and records it.
     private func finish(
-        response: inout BroadcastResponse, injected: Injection?, kind: RecordKind, channelID: String?,
+        response: inout BroadcastResponse, injected: Injection?, kind: RecordKind, bundleID: String?, channelID: String?,
         operation: ChannelOperation?, interpreted: RawRecord.Interpreted?, environment: APNSEnvironment,
         auth: AuthSummary, request: borrowing PushRequest, streamID: Int32, context: ConnectionContext,
         connection: inout ConnectionState
@@ -214,7 +216,7 @@ struct Recorder: Sendable {
                 connectionID: context.connectionID)
             let path = request.path, apnsIDHeader = request.apnsID, requestID = response.requestID
             let uniqueID = answer.response == nil ? nil : response.uniqueID
-            let details = RawRecord.BroadcastDetails(kind: kind, channelID: channelID, operation: operation)
+            let details = RawRecord.BroadcastDetails(kind: kind, bundleID: bundleID, channelID: channelID, operation: operation)
             let isInjected = injected != nil, action = injected?.action
             state.records.append { seq in
                 RawRecord(

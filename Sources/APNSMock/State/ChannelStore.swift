@@ -4,29 +4,25 @@ import Synchronization
 /// The live broadcast channels, shared by every connection and changed by channel-management
 /// requests and the admin API.
 ///
-/// Broadcasts read it far more often than it changes, so, as for the device registry, readers keep
-/// a per-connection snapshot refreshed only when the store's version moves: a channel lookup on
-/// the request path is one atomic load and a dictionary look-up, with no lock.
+/// Broadcasts read them far more often than they change, so, as for the device registry, readers
+/// keep a per-connection snapshot (``VersionedValue``): a channel lookup on the request path is one
+/// atomic load and a dictionary look-up, with no lock.
 final class ChannelStore: Sendable {
-    private struct State {
-        var registry: ChannelRegistry
-        /// Mixed into every generated ID, so that an ID is never handed out twice, however many
-        /// channels are created and deleted.
-        var created: UInt64 = 0
-        var random = FastRandom()
-    }
-
-    private let state: Mutex<State>
-    private let version = Atomic<UInt64>(0)
+    let registry: VersionedValue<ChannelRegistry>
+    /// Channels created this run (mixed into every generated ID, so that an ID is never handed out
+    /// twice, however many channels are created and deleted) and the random part's generator.
+    private let generator = Mutex((created: UInt64(0), random: FastRandom()))
     let settings: BroadcastSettings
+
+    typealias Snapshot = VersionedValue<ChannelRegistry>.Snapshot
 
     init(settings: BroadcastSettings) {
         self.settings = settings
-        state = Mutex(State(registry: ChannelRegistry(settings.channels)))
+        registry = VersionedValue(ChannelRegistry(settings.channels))
     }
 
     /// The channels as they are now (a copy-on-write value).
-    var current: ChannelRegistry { state.withLock { $0.registry } }
+    var current: ChannelRegistry { registry.current }
 
     /// Why a channel could not be created.
     enum CreateError: Error, Equatable {
@@ -40,24 +36,24 @@ final class ChannelStore: Sendable {
     func create(
         bundleID: String, environment: APNSEnvironment, policy: MessageStoragePolicy, id: String? = nil
     ) -> Result<BroadcastChannel, CreateError> {
-        let result = state.withLock { state -> Result<BroadcastChannel, CreateError> in
-            guard state.registry.count(bundleID: bundleID, environment: environment) < settings.channelLimit else {
+        registry.update { registry -> Result<BroadcastChannel, CreateError> in
+            guard registry.count(bundleID: bundleID, environment: environment) < settings.channelLimit else {
                 return .failure(.limitReached)
             }
             let channelID: String
             if let id {
-                guard state.registry.channel(id: id) == nil else { return .failure(.duplicate) }
+                guard registry.channel(id: id) == nil else { return .failure(.duplicate) }
                 channelID = id
             } else {
-                state.created &+= 1
-                channelID = Self.newID(count: state.created, random: &state.random)
+                channelID = generator.withLock { generator in
+                    generator.created &+= 1
+                    return Self.newID(count: generator.created, random: &generator.random)
+                }
             }
             let channel = BroadcastChannel(bundleID: bundleID, environment: environment, id: channelID, storagePolicy: policy)
-            state.registry.insert(channel)
+            registry.insert(channel)
             return .success(channel)
         }
-        if case .success = result { version.add(1, ordering: .releasing) }
-        return result
     }
 
     /// A new channel ID: 24 base64 characters (valid base64, as Apple's are) drawn only from
@@ -82,45 +78,19 @@ final class ChannelStore: Sendable {
     /// Deletes a channel; `nil` when it does not exist.
     @discardableResult
     func delete(id: String, bundleID: String, environment: APNSEnvironment) -> BroadcastChannel? {
-        let removed = state.withLock { $0.registry.remove(id: id, bundleID: bundleID, environment: environment) }
-        if removed != nil { version.add(1, ordering: .releasing) }
-        return removed
+        registry.update { $0.remove(id: id, bundleID: bundleID, environment: environment) }
     }
 
     /// Deletes a channel of any app or environment (admin API).
     func delete(id: String) -> BroadcastChannel? {
-        let removed = state.withLock { state -> BroadcastChannel? in
-            guard let channel = state.registry.channel(id: id) else { return nil }
-            return state.registry.remove(id: id, bundleID: channel.bundleID, environment: channel.environment)
+        registry.update { registry -> BroadcastChannel? in
+            guard let channel = registry.channel(id: id) else { return nil }
+            return registry.remove(id: id, bundleID: channel.bundleID, environment: channel.environment)
         }
-        if removed != nil { version.add(1, ordering: .releasing) }
-        return removed
     }
 
     /// Back to the configured channels (`/v1/reset`).
     func reset() {
-        state.withLock { $0.registry = ChannelRegistry(settings.channels) }
-        version.add(1, ordering: .releasing)
-    }
-
-    /// A per-connection cached copy.
-    struct Snapshot {
-        private(set) var registry: ChannelRegistry
-        private var version: UInt64
-
-        init(_ store: ChannelStore) {
-            version = store.version.load(ordering: .acquiring)
-            registry = store.current
-        }
-
-        /// The channels, refreshed from `store` if they changed since the last call.
-        mutating func refreshed(from store: ChannelStore) -> ChannelRegistry {
-            let latest = store.version.load(ordering: .acquiring)
-            if latest != version {
-                version = latest
-                registry = store.current
-            }
-            return registry
-        }
+        registry.reset()
     }
 }

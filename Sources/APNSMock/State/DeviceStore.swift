@@ -1,49 +1,57 @@
 import APNSMockCore
 import Synchronization
 
-/// The live device registry, shared by every connection and changed by the admin API.
-///
-/// Requests read it far more often than it changes, so readers do not take the lock per request:
-/// each connection keeps a snapshot (``Snapshot``) and refreshes it only when the store's version
-/// has moved, which costs one atomic load per request.
-final class DeviceStore: Sendable {
-    private let registry: Mutex<DeviceRegistry>
+/// A value every connection reads and few requests change (the device registry, the broadcast
+/// channels): changes take a lock and move a version counter; readers do not take the lock per
+/// request. Each connection keeps a ``Snapshot`` and refreshes it only when the version has moved,
+/// which costs one atomic load per request.
+final class VersionedValue<Value: Sendable>: Sendable {
+    private let value: Mutex<Value>
     private let version = Atomic<UInt64>(0)
-    let initial: DeviceRegistry
+    /// What ``reset()`` returns to.
+    let initial: Value
 
-    init(_ registry: DeviceRegistry) {
-        self.initial = registry
-        self.registry = Mutex(registry)
+    init(_ value: Value) {
+        initial = value
+        self.value = Mutex(value)
     }
 
     /// Applies `change` and makes it visible to every connection's next request.
-    func update<T>(_ change: (inout DeviceRegistry) throws -> T) rethrows -> T {
-        let result = try registry.withLock { try change(&$0) }
+    func update<T>(_ change: (inout Value) throws -> T) rethrows -> T {
+        let result = try value.withLock { try change(&$0) }
         version.add(1, ordering: .releasing)
         return result
     }
 
-    /// The registry as it is now (a copy-on-write value).
-    var current: DeviceRegistry { registry.withLock { $0 } }
+    /// The value as it is now (a copy-on-write value).
+    var current: Value { value.withLock { $0 } }
+
+    /// Back to ``initial``.
+    func reset() {
+        update { $0 = initial }
+    }
 
     /// A per-connection cached copy.
     struct Snapshot {
-        private(set) var registry: DeviceRegistry
+        private(set) var value: Value
         private var version: UInt64
 
-        init(_ store: DeviceStore) {
+        init(_ store: VersionedValue) {
             version = store.version.load(ordering: .acquiring)
-            registry = store.current
+            value = store.current
         }
 
-        /// The registry, refreshed from `store` if it changed since the last call.
-        mutating func refreshed(from store: DeviceStore) -> DeviceRegistry {
+        /// The value, refreshed from `store` if it changed since the last call.
+        mutating func refreshed(from store: VersionedValue) -> Value {
             let latest = store.version.load(ordering: .acquiring)
             if latest != version {
                 version = latest
-                registry = store.current
+                value = store.current
             }
-            return registry
+            return value
         }
     }
 }
+
+/// The live device registry, shared by every connection and changed by the admin API.
+typealias DeviceStore = VersionedValue<DeviceRegistry>

@@ -64,7 +64,7 @@ public final class MockState: Sendable {
     func reset() {
         connectionBase.store(connections.total, ordering: .relaxed)
         records.removeAll()
-        devices.update { $0 = devices.initial }
+        devices.reset()
         faults.reset()
         channels.reset()
         rateLimiter.withLock { limiter in

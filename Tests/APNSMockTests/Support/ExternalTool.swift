@@ -22,18 +22,22 @@ struct ExternalTool {
     /// Runs `executable` (looked up on PATH, or a path) with `arguments`, killing it after
     /// `timeout` seconds (the output is then what it printed so far is lost; `exitCode` is -1 and
     /// `stderr` says so).
-    static func run(_ executable: String, _ arguments: [String], stdin: Data? = nil, timeout: Double = 30) async throws -> Output {
+    static func run(
+        _ executable: String, _ arguments: [String], stdin: Data? = nil, in directory: URL? = nil, timeout: Double = 30
+    ) async throws -> Output {
         let program: Executable = executable.contains("/") ? .path(FilePath(executable)) : .name(executable)
+        let workingDirectory = directory.map { FilePath($0.path) }
         return try await withThrowingTaskGroup(of: Output?.self) { group in
             group.addTask {
                 let result: ExecutionResult<Void, BytesOutput, BytesOutput>
                 if let stdin {
                     result = try await Subprocess.run(
-                        program, arguments: Arguments(arguments), input: .array([UInt8](stdin)),
+                        program, arguments: Arguments(arguments), workingDirectory: workingDirectory,
+                        input: .array([UInt8](stdin)),
                         output: .bytes(limit: outputLimit), error: .bytes(limit: outputLimit))
                 } else {
                     result = try await Subprocess.run(
-                        program, arguments: Arguments(arguments), input: .none,
+                        program, arguments: Arguments(arguments), workingDirectory: workingDirectory, input: .none,
                         output: .bytes(limit: outputLimit), error: .bytes(limit: outputLimit))
                 }
                 let code: Int32
