@@ -137,27 +137,33 @@ struct NghttpExchange: Sendable {
     var reason: String? { (try? JSONDecoder().decode(ErrorBody.self, from: body))?.reason }
 
     /// Reads `nghttp -v`'s standard output: frame lines start with `[  0.123]`, their details are
-    /// indented, and the response body is printed as it arrives, so a body without a final
-    /// newline runs into the next frame line.
+    /// indented, and a response body is printed as it arrives, just before the line of the DATA
+    /// frame that carried it (on that line when the body has no final newline). Other text
+    /// (`The negotiated protocol: h2`) is not body.
     init(verbose text: String) {
         status = nil
         headers = [:]
         body = Data()
+        var pending = Data()
         for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
-            let frameStart = Self.frameMarker(in: line)
-            if frameStart == nil, !line.hasPrefix(" "), !line.isEmpty {
-                body.append(contentsOf: Array(line.utf8) + [UInt8(ascii: "\n")])
+            guard let start = Self.frameMarker(in: line) else {
+                if !line.hasPrefix(" ") {
+                    pending.append(contentsOf: Array(line.utf8) + [UInt8(ascii: "\n")])
+                }
                 continue
             }
-            guard let start = frameStart else { continue }
-            body.append(contentsOf: Array(line[..<start].utf8))
+            pending.append(contentsOf: Array(line[..<start].utf8))
             let frame = line[start...]
+            if frame.contains("] recv DATA frame <") {
+                body.append(pending)
+            }
+            pending.removeAll()
             if let received = frame.range(of: "] recv (stream_id=") {
                 // "] recv (stream_id=13[, sensitive]) name: value"
                 let rest = frame[received.upperBound...]
                 guard let close = rest.firstIndex(of: ")") else { continue }
                 let field = rest[rest.index(after: close)...].drop(while: { $0 == " " })
-                guard let separator = field.range(of: ": ", options: [], range: field.index(after: field.startIndex)..<field.endIndex)
+                guard let separator = field.range(of: ": ", range: field.index(after: field.startIndex)..<field.endIndex)
                 else { continue }
                 let name = field[..<separator.lowerBound].lowercased()
                 let value = String(field[separator.upperBound...])
