@@ -148,9 +148,7 @@ struct ClientDriver {
     var devices: [String]
 
     func run(against mock: RunningMock) async throws -> DriverReport {
-        let material = mock.certificates
-        let certificate = material.clientCertificatePaths(for: Self.bundleID)
-        let keyPath = material.tokenKeyPath(material.tokenKeys[0])
+        let certificate = mock.certificates.clientCertificatePaths(for: Self.bundleID)
         switch client {
         case .curl:
             return try await runCurl(mock: mock, certificate: certificate)
@@ -159,12 +157,8 @@ struct ClientDriver {
         default:
             break
         }
-        var arguments = ["--port", "\(mock.apnsPort)", "--ca", mock.caPath, "--scenario", scenario, "--auth", auth.rawValue,
-                         "--topic", Self.bundleID, "--timeout", "30"]
-        switch auth {
-        case .token: arguments += ["--key", keyPath, "--team", Self.teamID, "--key-id", Self.keyID]
-        case .certificate: arguments += ["--cert", certificate.certificate, "--cert-key", certificate.key]
-        }
+        var arguments = ["--port", "\(mock.apnsPort)", "--ca", mock.caPath, "--scenario", scenario, "--topic", Self.bundleID,
+                         "--timeout", "30"] + Self.credentialArguments(auth, mock: mock)
         arguments += devices.flatMap { ["--device", $0] }
         let (program, prefix) = try await Self.command(for: client)
         let output = try await ExternalTool.run(program, prefix + arguments, timeout: 60)
@@ -175,6 +169,19 @@ struct ClientDriver {
             return try JSONDecoder().decode(DriverReport.self, from: output.stdout)
         } catch {
             throw DriverFailure("\(client.rawValue) driver printed no report (\(error)): \(output.text)\n\(output.stderr)")
+        }
+    }
+
+    /// The drivers' credential options: `--auth`, and the demo team's key or the app's client
+    /// certificate.
+    static func credentialArguments(_ auth: ClientAuth, mock: RunningMock) -> [String] {
+        let material = mock.certificates
+        switch auth {
+        case .token:
+            return ["--auth", "token", "--key", material.tokenKeyPath(material.tokenKeys[0]), "--team", teamID, "--key-id", keyID]
+        case .certificate:
+            let certificate = material.clientCertificatePaths(for: bundleID)
+            return ["--auth", "certificate", "--cert", certificate.certificate, "--cert-key", certificate.key]
         }
     }
 

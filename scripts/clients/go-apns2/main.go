@@ -16,6 +16,10 @@
 //
 // It prints one JSON object like the Python drivers' (scripts/clients/driver_common.py), plus
 // tokensSigned.
+//
+// With --steps it sends broadcast push instead, the way pushy does (broadcast.go):
+// go-apns2 --port P --manage-port M --ca CA.pem --steps JSON [--bundle B]
+// [--management-token every|first-stream] and the credentials as above.
 package main
 
 import (
@@ -165,6 +169,8 @@ func (c *client) push(device string, payload []byte) (*response, error) {
 	return result, nil
 }
 
+func goVersion() string { return runtime.Version() + " golang.org/x/net " + netVersion }
+
 type multiFlag []string
 
 func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
@@ -201,13 +207,17 @@ func main() {
 	timeout := flag.Float64("timeout", 30, "seconds for everything")
 	var devices multiFlag
 	flag.Var(&devices, "device", "a device token (repeatable)")
+	steps := flag.String("steps", "", "broadcast push: the steps to run (JSON, see broadcast.go)")
+	managePort := flag.Int("manage-port", 0, "broadcast push: the channel-management port on 127.0.0.1")
+	bundle := flag.String("bundle", "com.example.app", "broadcast push: the app's bundle ID")
+	managementToken := flag.String("management-token", "every", "broadcast push: authorization on every management request, or first-stream only")
 	flag.Parse()
 	fail := func(err error) {
 		fmt.Fprintln(os.Stderr, "go-apns2:", err)
 		os.Exit(2)
 	}
-	if *port == 0 || *caPath == "" || len(devices) == 0 {
-		fail(errors.New("--port, --ca and --device are required"))
+	if *port == 0 || *caPath == "" || (len(devices) == 0 && *steps == "") {
+		fail(errors.New("--port, --ca and --device (or --steps) are required"))
 	}
 	deadline := time.Duration(*timeout * float64(time.Second))
 	time.AfterFunc(deadline, func() { fail(errors.New("timed out")) })
@@ -234,6 +244,16 @@ func main() {
 			fail(err)
 		}
 		token = &providerToken{key: key, keyID: *keyID, teamID: *team}
+	}
+	if *steps != "" {
+		err := runBroadcast(broadcastOptions{
+			scenario: *scenario, apnsPort: *port, managePort: *managePort, bundle: *bundle, tlsConfig: tlsConfig,
+			token: token, managementToken: *managementToken, steps: *steps,
+		})
+		if err != nil {
+			fail(err)
+		}
+		return
 	}
 	var dialed []string
 	var dialedLock sync.Mutex
@@ -283,7 +303,7 @@ func main() {
 		dialed = []string{}
 	}
 	output, _ := json.Marshal(map[string]interface{}{
-		"client": "go-apns2", "version": runtime.Version() + " golang.org/x/net " + netVersion,
+		"client": "go-apns2", "version": goVersion(),
 		"scenario": *scenario, "dialed": dialed, "results": results, "tokensSigned": signed,
 	})
 	fmt.Println(string(output))
