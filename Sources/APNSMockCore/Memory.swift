@@ -126,10 +126,13 @@ extension String {
 ///
 /// Not thread-safe: its owner serialises access (the record ring holds each instance in a Mutex).
 public struct TaggedSlots<Element>: ~Copyable {
-    private let elements: UnsafeMutablePointer<Element>
-    private let tags: UnsafeMutablePointer<UInt64>
+    // Inlinable (the record ring uses it from the server module): a generic type called across
+    // modules would otherwise run unspecialised, moving each record through value witnesses.
+    @usableFromInline let elements: UnsafeMutablePointer<Element>
+    @usableFromInline let tags: UnsafeMutablePointer<UInt64>
     public let count: Int
 
+    @inlinable
     public init(count: Int) {
         self.count = Swift.max(1, count)
         elements = .allocate(capacity: self.count)
@@ -137,6 +140,7 @@ public struct TaggedSlots<Element>: ~Copyable {
         tags.initialize(repeating: 0, count: self.count)
     }
 
+    @inlinable
     deinit {
         for position in 0..<count where tags[position] != 0 {
             (elements + position).deinitialize(count: 1)
@@ -146,22 +150,26 @@ public struct TaggedSlots<Element>: ~Copyable {
     }
 
     /// The tag of the slot at `position`; 0 when it is empty.
+    @inlinable
     public func tag(at position: Int) -> UInt64 {
         precondition(position >= 0 && position < count)
         return tags[position]
     }
 
     /// The element at `position` if its tag is `tag`.
+    @inlinable
     public func element(at position: Int, taggedAs tag: UInt64) -> Element? {
         precondition(position >= 0 && position < count)
         return tag != 0 && tags[position] == tag ? elements[position] : nil
     }
 
-    /// Stores `element` under `tag` (non-zero) at `position` and returns the element it displaces.
-    public mutating func store(_ element: consuming Element, tag: UInt64, at position: Int) -> Element? {
+    /// Stores the element `make` builds under `tag` (non-zero) at `position`, building it in
+    /// place, and returns the element it displaces.
+    @inlinable
+    public mutating func store(tag: UInt64, at position: Int, _ make: () -> Element) -> Element? {
         precondition(position >= 0 && position < count && tag != 0)
         let displaced = tags[position] == 0 ? nil : (elements + position).move()
-        (elements + position).initialize(to: element)
+        (elements + position).initialize(to: make())
         tags[position] = tag
         return displaced
     }

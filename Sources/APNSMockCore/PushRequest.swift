@@ -61,21 +61,23 @@ public struct PushRequest: Sendable {
             case .requestID: requestID
             }
         }
-        set {
+        // Yields the field itself, so that a header callback writes one field in place rather than
+        // through a copy of the whole request.
+        _modify {
             switch header {
-            case .method: method = newValue
-            case .scheme: scheme = newValue
-            case .path: path = newValue
-            case .authority: authority = newValue
-            case .authorization: authorization = newValue
-            case .apnsID: apnsID = newValue
-            case .expiration: expiration = newValue
-            case .priority: priority = newValue
-            case .topic: topic = newValue
-            case .collapseID: collapseID = newValue
-            case .pushType: pushType = newValue
-            case .channelID: channelID = newValue
-            case .requestID: requestID = newValue
+            case .method: yield &method
+            case .scheme: yield &scheme
+            case .path: yield &path
+            case .authority: yield &authority
+            case .authorization: yield &authorization
+            case .apnsID: yield &apnsID
+            case .expiration: yield &expiration
+            case .priority: yield &priority
+            case .topic: yield &topic
+            case .collapseID: yield &collapseID
+            case .pushType: yield &pushType
+            case .channelID: yield &channelID
+            case .requestID: yield &requestID
             }
         }
     }
@@ -95,11 +97,16 @@ public struct PushRequest: Sendable {
     /// Records a header the engine already identified (see ``KnownHeader/init(name:)``), so that
     /// the hot path never builds a String for a header name.
     public mutating func set(_ header: KnownHeader, value: String) {
-        if self[header] == nil {
-            self[header] = value
-        } else if duplicatedHeader == nil {
+        if !Self.assign(value, to: &self[header]), duplicatedHeader == nil {
             duplicatedHeader = header.name
         }
+    }
+
+    /// Stores `value` in an empty field; false when the field already had one.
+    private static func assign(_ value: String, to field: inout String?) -> Bool {
+        guard field == nil else { return false }
+        field = value
+        return true
     }
 
     /// Records a header APNs does not interpret (kept for the record); an unknown `apns-` header
@@ -144,14 +151,13 @@ public struct PushRequest: Sendable {
     /// Empties the request for reuse by the next stream, keeping the storage of ``body`` and
     /// ``otherHeaders`` so that a long-lived connection does not allocate them per request.
     public mutating func reset() {
-        for header in KnownHeader.allCases {
-            self[header] = nil
-        }
-        duplicatedHeader = nil
+        // A fresh value clears every field at once; the two buffers move over to keep their storage.
+        var fresh = PushRequest()
+        swap(&fresh.body, &body)
+        swap(&fresh.otherHeaders, &otherHeaders)
+        self = consume fresh
         otherHeaders.removeAll(keepingCapacity: true)
         body.removeAll(keepingCapacity: true)
-        bodyLength = 0
-        repeatKey = nil
     }
 
     /// Appends received DATA, keeping at most ``bodyLimit`` bytes.

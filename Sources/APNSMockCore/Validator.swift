@@ -244,8 +244,9 @@ public struct Validator: Sendable {
     /// reuse (see ``ValidationMemo``); the decision is the same as without it.
     public func validate(_ request: PushRequest, context: RequestContext, memo: inout ValidationMemo) -> Decision {
         var draft: Draft
-        if let (previousKey, outcome) = memo.headerOutcome,
-           previousKey.matches(request, certificateTopic: context.certificateTopic) {
+        // The key is compared where it is stored: copying it out would copy a whole request.
+        if memo.headerOutcome?.key.matches(request, certificateTopic: context.certificateTopic) == true,
+           let outcome = memo.headerOutcome?.outcome {
             switch outcome {
             case .rejected(let rejection): return .rejected(rejection)
             case .passed(let passed): draft = passed
@@ -424,7 +425,7 @@ public struct ValidationMemo: Sendable {
     private var allowedBundleIDLength = 0
     private var allowedTopics = AllowedTopics.any
     private var allowedAnswer = true
-    fileprivate var headerOutcome: (HeaderKey, HeaderOutcome)?
+    fileprivate var headerOutcome: (key: HeaderKey, outcome: HeaderOutcome)?
 
     public init() {}
 

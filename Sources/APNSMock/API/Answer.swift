@@ -23,8 +23,29 @@ struct Answer {
         case ignorePings(durationMs: Int)
     }
 
+    /// A response in its API's terms: laid out for HTTP/2 (``http2``) only when it is submitted,
+    /// so that deciding and recording pass a small value around.
+    enum Response {
+        case apns(APNSResponse)
+        case broadcast(BroadcastResponse)
+
+        var status: Int {
+            switch self {
+            case .apns(let response): response.status
+            case .broadcast(let response): response.status
+            }
+        }
+
+        var http2: HTTP2Response {
+            switch self {
+            case .apns(let response): response.http2
+            case .broadcast(let response): response.http2
+            }
+        }
+    }
+
     /// `nil` when ``action`` replaces the response (shrink-streams and ignore-pings keep it).
-    var response: HTTP2Response?
+    var response: Response?
     var action: Action?
     /// Answer or act after this many milliseconds, from an event-loop timer.
     var delayMs: Int = 0

@@ -39,14 +39,24 @@ struct AuthState {
     /// comes (see ``noteAnswered(_:)``).
     var refreshInvited = false
 
-    struct Binding {
-        var token: String
-        var key: TokenKey
-        var issuedAt: Int64
+    /// A class, so that checking the bound token on every request copies one reference rather
+    /// than the token, the key and the summary.
+    final class Binding {
+        let token: String
+        let key: TokenKey
+        let issuedAt: Int64
         /// When this token was accepted (UNIX seconds), for TooManyProviderTokenUpdates.
-        var acceptedAt: Int64
+        let acceptedAt: Int64
         /// What the connection's requests record as `auth`: the key's, with the token's `iat` form.
-        var summary: AuthSummary
+        let summary: AuthSummary
+
+        init(token: String, key: TokenKey, issuedAt: Int64, acceptedAt: Int64, summary: AuthSummary) {
+            self.token = token
+            self.key = key
+            self.issuedAt = issuedAt
+            self.acceptedAt = acceptedAt
+            self.summary = summary
+        }
     }
 
     enum Verdict {

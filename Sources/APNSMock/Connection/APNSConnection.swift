@@ -343,7 +343,7 @@ extension APNSConnection: HTTP2SessionDelegate {
             }
         }
         if let response = answer.response {
-            session.submit(response, on: stream, id: id)
+            session.submit(response.http2, on: stream, id: id)
         }
     }
 

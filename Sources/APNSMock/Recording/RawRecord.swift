@@ -58,17 +58,18 @@ final class RequestShape: Sendable {
     /// identity first. The interpreted values and `auth` are functions of the headers
     /// (`authorization` among them) and body, given the connection.
     func matches(_ request: borrowing PushRequest, accepted: Bool, environment: APNSEnvironment, auth: AuthSummary) -> Bool {
-        let kept = self.request
+        // `self.request` is read in place each time: a local copy would retain every field.
         guard accepted == (interpreted != nil), environment == self.environment,
-              request.bodyLength == kept.bodyLength, request.body.hasSameBytes(as: kept.body)
+              request.bodyLength == self.request.bodyLength, request.body.hasSameBytes(as: self.request.body)
         else { return false }
-        if let key = request.repeatKey, key == kept.repeatKey {
-            return request.requestID == kept.requestID
+        if let key = request.repeatKey, key == self.request.repeatKey {
+            return request.requestID == self.request.requestID
         }
         var ignored = Self.perRecord
         ignored.insert(KnownHeader.Set(.authorization))
-        return request.hasSameKnownHeaders(as: kept, except: ignored) && request.duplicatedHeader == kept.duplicatedHeader
-            && request.hasSameOtherHeaders(as: kept) && auth == self.auth
+        return request.hasSameKnownHeaders(as: self.request, except: ignored)
+            && request.duplicatedHeader == self.request.duplicatedHeader
+            && request.hasSameOtherHeaders(as: self.request) && auth == self.auth
     }
 }
 

@@ -57,7 +57,7 @@ final class RecordStore: Sendable {
             if storage.tag(at: position) > seq {
                 return make(seq)
             }
-            return storage.store(make(seq), tag: seq, at: position)
+            return storage.store(tag: seq, at: position) { make(seq) }
         }
 
         func record(_ seq: UInt64, at position: Int) -> RawRecord? {

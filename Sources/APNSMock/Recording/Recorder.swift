@@ -21,7 +21,10 @@ struct Recorder: Sendable {
     }
 
     private func injection(for rule: FaultRule?) -> Injection? {
-        guard let rule else { return nil }
+        rule.map(injection(for:))
+    }
+
+    private func injection(for rule: FaultRule) -> Injection {
         var injection = Injection(rule: rule)
         if let action = rule.action {
             injection.action = action
@@ -56,22 +59,20 @@ struct Recorder: Sendable {
 
     /// The device push's final answer.
     func conclude(
-        _ verdict: DeviceVerdict, request: borrowing PushRequest, streamID: Int32, context: ConnectionContext,
+        _ verdict: consuming DeviceVerdict, request: borrowing PushRequest, streamID: Int32, context: ConnectionContext,
         connection: inout ConnectionState
     ) -> Answer {
-        var response = verdict.response
-        var decision = verdict.decision
-        if state.isRateLimited, decision.isAccepted {
-            let checked = decision
-            decision = state.rateLimiter.withLock { limiter in limiter?.apply(to: checked) ?? checked }
-            if let rejection = decision.rejection {
-                response = .rejected(rejection, apnsID: response.apnsID)
+        if state.isRateLimited, verdict.decision.isAccepted {
+            let checked = verdict.decision
+            verdict.decision = state.rateLimiter.withLock { limiter in limiter?.apply(to: checked) ?? checked }
+            if let rejection = verdict.decision.rejection {
+                verdict.response = .rejected(rejection, apnsID: verdict.response.apnsID)
             }
         }
 
-        var answer = Answer(response: response.http2)
+        var answer = Answer(response: .apns(verdict.response))
         let injected = injection(
-            for: state.faults.apply(to: request, decision: decision, connection: context.connectionNumber,
+            for: state.faults.apply(to: request, decision: verdict.decision, connection: context.connectionNumber,
                                     requestNumber: connection.requestCount))
         if let injected {
             answer.delayMs = injected.rule.delayMs
@@ -79,29 +80,29 @@ struct Recorder: Sendable {
             if !injected.answers {
                 answer.response = nil
             } else if let rejection = injected.rejection {
-                response = .rejected(rejection, apnsID: response.apnsID)
-                answer.response = response.http2
+                verdict.response = .rejected(rejection, apnsID: verdict.response.apnsID)
+                answer.response = .apns(verdict.response)
             }
         }
 
-        let status = answer.response == nil ? nil : response.status
-        let rejection = answer.response == nil ? nil : response.rejection
-        note(status: status, rejection: rejection, action: injected?.action, kind: .device, id: response.apnsIDText,
+        let status = answer.response == nil ? nil : verdict.response.status
+        let rejection = answer.response == nil ? nil : verdict.response.rejection
+        note(status: status, rejection: rejection, action: injected?.action, kind: .device, id: verdict.response.apnsIDText,
              streamID: streamID, context: context, connection: &connection)
         if state.records.isEnabled {
             let receivedAt = connection.readTime()
             let shape = connection.recordShape(
-                for: request, accepted: decision.isAccepted,
+                for: request, accepted: verdict.decision.isAccepted,
                 interpreted: {
-                    decision.acceptedPush.map {
+                    verdict.decision.acceptedPush.map {
                         RawRecord.Interpreted(
                             priority: $0.priority, expiration: $0.expiration, pushType: $0.pushType, topic: $0.topic,
                             lint: $0.lint)
                     }
                 },
                 environment: verdict.environment, auth: verdict.auth, connectionID: context.connectionID)
-            let path = request.path, apnsIDHeader = request.apnsID, apnsID = response.apnsID
-            let uniqueID = answer.response == nil ? nil : response.uniqueID
+            let path = request.path, apnsIDHeader = request.apnsID, apnsID = verdict.response.apnsID
+            let uniqueID = answer.response == nil ? nil : verdict.response.uniqueID
             let isInjected = injected != nil, action = injected?.action
             state.records.append { seq in
                 RawRecord(
@@ -201,7 +202,7 @@ struct Recorder: Sendable {
             }
         }
         if injected?.answers ?? true {
-            answer.response = response.http2
+            answer.response = .broadcast(response)
         }
         let status = answer.response == nil ? nil : response.status
         let rejection = answer.response == nil ? nil : response.rejection
