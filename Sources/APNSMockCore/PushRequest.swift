@@ -258,36 +258,27 @@ public enum KnownHeader: Int, CaseIterable, Sendable, Hashable {
 
     /// The known header named by `name` (HTTP/2 names are lowercase; nghttp2 rejects others), or
     /// `nil` for any other header.
+    ///
+    /// Runs for every field of every request, so it dispatches on the length first and compares
+    /// the bytes of at most two names; the cases per length are written out (a test holds them to
+    /// `allCases`): a table look-up showed up in profiles at several times the cost of this.
     public init?(name: UnsafeRawBufferPointer) {
-        // Dispatch on length first (a flat table, no hashing, no allocation), then compare the
-        // bytes of at most ``candidatesPerLength`` names of that length.
-        let length = name.count
-        guard length < Self.longestName + 1 else { return nil }
-        let first = length * Self.candidatesPerLength
-        for slot in first..<first + Self.candidatesPerLength {
-            let raw = Self.candidatesByLength[slot]
-            guard raw >= 0 else { return nil }
-            let candidate = KnownHeader(rawValue: Int(raw))!
-            if name.hasSameBytes(as: candidate.staticName) {
-                self = candidate
-                return
-            }
+        func named(_ candidate: KnownHeader) -> Bool {
+            name.hasSameBytes(as: candidate.staticName)
         }
-        return nil
+        let match: KnownHeader?
+        switch name.count {
+        case 5: match = named(.path) ? .path : nil
+        case 7: match = named(.method) ? .method : named(.scheme) ? .scheme : named(.apnsID) ? .apnsID : nil
+        case 10: match = named(.authority) ? .authority : named(.topic) ? .topic : nil
+        case 13: match = named(.authorization) ? .authorization : named(.priority) ? .priority : nil
+        case 14: match = named(.pushType) ? .pushType : nil
+        case 15:
+            match = named(.expiration) ? .expiration : named(.channelID) ? .channelID : named(.requestID) ? .requestID : nil
+        case 16: match = named(.collapseID) ? .collapseID : nil
+        default: match = nil
+        }
+        guard let match else { return nil }
+        self = match
     }
-
-    private static let longestName = allCases.map(\.staticName.utf8CodeUnitCount).max()!
-    private static let candidatesPerLength = 4
-    /// For each name length, the raw values of the cases of that length, padded with -1.
-    private static let candidatesByLength: [Int8] = {
-        var table = [Int8](repeating: -1, count: (longestName + 1) * candidatesPerLength)
-        for header in allCases {
-            let length = header.staticName.utf8CodeUnitCount
-            var slot = length * candidatesPerLength
-            while table[slot] >= 0 { slot += 1 }
-            precondition(slot < (length + 1) * candidatesPerLength, "raise candidatesPerLength")
-            table[slot] = Int8(header.rawValue)
-        }
-        return table
-    }()
 }
