@@ -88,6 +88,47 @@ public enum Reason: String, CaseIterable, Sendable, Codable {
 
     /// Whether a response with this reason carries the `timestamp` member (410 only).
     public var carriesTimestamp: Bool { status == 410 }
+
+    /// What the reason means for the provider that got it, in one line: the inbox page shows it
+    /// beside every rejection and in its fault form, `GET /v1/reasons` serves it, and
+    /// docs/admin-api.md lists the same lines (a test keeps them equal). Kept here, beside the
+    /// reason and its status, so that there is one wording.
+    public var explanation: String {
+        switch self {
+        case .badCollapseId: return "apns-collapse-id is longer than 64 bytes."
+        case .badDeviceToken: return "The device token is malformed, or belongs to the other environment (sandbox vs production)."
+        case .badExpirationDate: return "apns-expiration is not a UNIX timestamp in seconds."
+        case .badMessageId: return "apns-id is not a UUID in its canonical 8-4-4-4-12 form."
+        case .badPriority: return "apns-priority is not 10, 5 or 1, or not one this push type allows."
+        case .badTopic: return "apns-topic is malformed: not a bundle ID (with its push type's suffix)."
+        case .deviceTokenNotForTopic: return "The device token belongs to another app than apns-topic names."
+        case .duplicateHeaders: return "A header was sent more than once."
+        case .idleTimeout: return "The connection was idle too long and is being closed (GOAWAY)."
+        case .invalidPushType: return "apns-push-type is not a type APNs knows, or apns-topic lacks the suffix it needs (e.g. .voip)."
+        case .missingDeviceToken: return "The :path holds no device token."
+        case .missingTopic: return "apns-topic is required here (token auth, or a certificate with several topics)."
+        case .payloadEmpty: return "The request has no body."
+        case .topicDisallowed: return "The sender may not push to this topic (e.g. an app of another team)."
+        case .badCertificate: return "The client certificate is not one APNs issued (not signed by the client CA)."
+        case .badCertificateEnvironment: return "The client certificate is for the other environment."
+        case .expiredProviderToken: return "The provider token is more than an hour old: sign a new one."
+        case .forbidden: return "The request is not allowed (e.g. certificate auth for a push type that needs a token)."
+        case .invalidProviderToken: return "The provider token's signature, team or key is wrong, or it is not a JWT."
+        case .missingProviderToken: return "No certificate and no authorization header: the request is unauthenticated."
+        case .unrelatedKeyIdInToken: return "The token's key ID is not a key of the token's team."
+        case .badEnvironmentKeyIdInToken: return "The token's key may only be used in the other environment."
+        case .badPath: return "The :path is not /3/device/<token>."
+        case .methodNotAllowed: return "The :method is not POST."
+        case .expiredToken: return "The device token has expired: stop sending to it."
+        case .unregistered: return "The device token is no longer active for the topic: stop sending to it (see timestamp)."
+        case .payloadTooLarge: return "The payload is larger than the push type allows (4096 bytes, 5120 for VoIP)."
+        case .tooManyProviderTokenUpdates: return "The provider token was changed too often on this connection."
+        case .tooManyRequests: return "Too many requests to the same device token in a short time."
+        case .internalServerError: return "An internal server error (APNs' own; retry later)."
+        case .serviceUnavailable: return "The service is unavailable; retry later."
+        case .shutdown: return "The server is shutting down (GOAWAY); reconnect and resend."
+        }
+    }
 }
 
 /// Why a request was refused: the reason, plus what the error body needs beyond it.
