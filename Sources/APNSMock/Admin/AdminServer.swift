@@ -11,11 +11,14 @@ final class AdminServer: Sendable {
     let port: Int
     private let task: Task<Void, any Error>
     private let services: ServiceGroup
+    /// The records whose waiters and streams end on shutdown.
+    let records: RecordStore
 
-    private init(port: Int, task: Task<Void, any Error>, services: ServiceGroup) {
+    private init(port: Int, task: Task<Void, any Error>, services: ServiceGroup, records: RecordStore) {
         self.port = port
         self.task = task
         self.services = services
+        self.records = records
     }
 
     /// Binds `settings.host:settings.port` (0 picks a free port) and returns once listening.
@@ -51,11 +54,14 @@ final class AdminServer: Sendable {
             throw AdminStartError()
         }
         logger.info("admin listener up", metadata: ["host": "\(settings.host)", "port": "\(port)"])
-        return AdminServer(port: port, task: task, services: services)
+        return AdminServer(port: port, task: task, services: services, records: api.state.records)
     }
 
-    /// Stops listening; waits for the application to finish.
+    /// Stops listening; waits for the application to finish. Event streams end and waiters answer
+    /// with what they have first: a graceful shutdown waits for every request in flight, and
+    /// those would otherwise hold it for minutes.
     func shutdown() async {
+        records.closeSubscriptions()
         await services.triggerGracefulShutdown()
         _ = await task.result
     }

@@ -14,6 +14,13 @@ import Synchronization
 /// Readers walk `seq` numbers rather than slots, so `since` costs nothing to skip and a query reads
 /// only the records it looks at. `DELETE` does not reset `seq` (cursors stay valid): it raises
 /// ``clearedThrough`` and empties the slots.
+///
+/// Whoever waits for records to come (`/v1/notifications/wait` and `/v1/events`) holds a
+/// ``Subscription``; one dispatcher task reads each new record once and hands it only to the
+/// subscriptions whose filter it matches (``SubscriptionIndex``), so the cost of a record does not
+/// grow with subscriptions it does not concern. The request path loads one atomic while nobody
+/// subscribes, and otherwise pokes the dispatcher (``Subscriptions/recordsArrived()``), never
+/// waiting for it.
 final class RecordStore: Sendable {
     /// 0 turns recording off (for benchmarks): ``append(_:)`` returns at once.
     let capacity: Int
@@ -24,9 +31,8 @@ final class RecordStore: Sendable {
     /// Records with `seq` up to this were deleted.
     private let cleared = Atomic<UInt64>(0)
     private let evictionCount = Atomic<UInt64>(0)
-    /// Bumped after each record becomes readable; waiters sleep until it moves.
-    private let published = Atomic<UInt64>(0)
-    private let waiters = WaiterList()
+    /// Waiters and event streams, and the dispatcher that serves them.
+    private let subscriptions = Subscriptions()
 
     /// Records are held by value in their slots: appending moves the record in and the evicted
     /// one out under the stripe's lock, so a record costs no allocation of its own, and the evicted
@@ -84,9 +90,9 @@ final class RecordStore: Sendable {
         return Int(last - first)
     }
 
-    /// Stores the record `make` builds for the `seq` it is given, and wakes waiters. The record is
-    /// built in its slot, never copied. `make` runs under a stripe lock and must only build the
-    /// value.
+    /// Stores the record `make` builds for the `seq` it is given, and tells the dispatcher when
+    /// anyone subscribes. The record is built in its slot, never copied. `make` runs under a stripe
+    /// lock and must only build the value.
     @inline(__always)
     func append(_ make: @Sendable (UInt64) -> RawRecord) {
         guard capacity > 0 else { return }
@@ -99,9 +105,11 @@ final class RecordStore: Sendable {
         if let displacedSeq = displaced?.seq, displacedSeq > clearedThrough {
             evictionCount.add(1, ordering: .relaxed)
         }
-        published.add(1, ordering: .releasing)
-        if waiters.isEmpty == false {
-            waiters.wakeAll()
+        // The one atomic load while nobody waits. Sequentially consistent (a plain load on x86) so
+        // that it is ordered after the store above against a first subscription's registration:
+        // either this load sees the subscription, or the dispatcher's first scan sees the record.
+        if subscriptions.isActive {
+            subscriptions.recordsArrived()
         }
     }
 
@@ -113,13 +121,22 @@ final class RecordStore: Sendable {
         }
     }
 
-    /// Records after `since` that match `filter`, oldest first, at most `limit`; and `next`, the
-    /// cursor to pass as `since` to continue (every record up to it has been looked at).
+    /// The record `seq` while the ring holds it (not evicted, not cleared, already stored).
+    func record(_ seq: UInt64) -> RawRecord? {
+        guard capacity > 0, seq >= 1, seq <= lastSeq, seq > clearedThrough else { return nil }
+        return read(seq)
+    }
+
+    /// Records after `since` that match `filter`, oldest first, at most `limit`, none after
+    /// `through`; and `next`, the cursor to pass as `since` to continue (every record up to it has
+    /// been looked at).
     ///
     /// `since` comes from outside (a query parameter): any value is safe, including one past
     /// ``lastSeq`` or `UInt64.max`, which finds nothing and keeps the cursor where it is.
-    func query(since: UInt64, filter: RecordFilter, limit: Int) -> (records: [RawRecord], next: UInt64) {
-        let last = lastSeq
+    func query(
+        since: UInt64, filter: RecordFilter, limit: Int, through: UInt64 = .max
+    ) -> (records: [RawRecord], next: UInt64) {
+        let last = min(lastSeq, through)
         guard capacity > 0, since < last, limit > 0 else { return ([], since) }
         let oldestKept = last > UInt64(capacity) ? last - UInt64(capacity) + 1 : 1
         var seq = max(since + 1, clearedThrough + 1, oldestKept)
@@ -155,88 +172,499 @@ final class RecordStore: Sendable {
         // Only now: a writer that took its seq before this point may have stored into storage
         // just dropped, and its seq must count as cleared, or queries would wait for it.
         cleared.store(lastSeq, ordering: .releasing)
-        published.add(1, ordering: .releasing)
-        waiters.wakeAll()
+        // A dispatcher that stopped at a slot emptied above looks again.
+        subscriptions.recordsArrived()
     }
 
-    /// Waits until `count` records after `since` match, or `timeout` passes. Woken by appends (no
-    /// polling): each wake scans only the records added since the previous scan.
+    // MARK: Waiting for records
+
+    /// Waits until `count` records after `since` match, or `timeout` passes. Records already in
+    /// the ring are found by a query; later ones are handed over by the dispatcher, which wakes
+    /// this waiter only for a record that matches it (no polling, no rescans).
     func wait(
         since: UInt64, filter: RecordFilter, count: Int, timeout: Duration
     ) async -> (records: [RawRecord], next: UInt64, complete: Bool) {
         let deadline = ContinuousClock.now + timeout
-        var cursor = since
+        let subscription = Subscription(filter: filter, mode: .collect(count))
+        let threshold = subscribe(subscription, after: since)
+        let (found, cursor, caughtUp) = await replay(since: since, through: threshold, filter: filter, limit: count)
+        guard found.count < count, caughtUp else {
+            _ = unsubscribe(subscription)
+            return (found, cursor, found.count >= count)
+        }
+        subscription.expect(count - found.count)
+        await subscription.waitUntilReady(deadline: deadline)
+        let dispatchedThrough = unsubscribe(subscription)
+        let handed = subscription.take()
+        let all = found + handed.records.prefix(count - found.count)
+        if all.count >= count, let last = all.last {
+            return (all, last.seq, true)
+        }
+        // Every record up to what the dispatcher had handed out was looked at for this waiter.
+        return (all, max(threshold, dispatchedThrough), false)
+    }
+
+    /// Registers `subscription` for the records after `since`; returns the threshold: records after
+    /// it are handed to the subscription as they are dispatched, and the caller finds those in
+    /// `(since, threshold]`, already stored, with ``replay(since:through:filter:limit:)``.
+    func subscribe(_ subscription: Subscription, after since: UInt64) -> UInt64 {
+        subscriptions.add(subscription, after: since, start: { await self.dispatch() })
+    }
+
+    /// Removes `subscription`; returns how far records had been dispatched.
+    @discardableResult
+    func unsubscribe(_ subscription: Subscription) -> UInt64 {
+        subscriptions.remove(subscription)
+    }
+
+    /// Subscriptions now and to come.
+    var subscriberCount: Int { subscriptions.count }
+
+    /// How often the dispatcher checked a record against a subscription's filter, and how many
+    /// records it handed over: what waiting costs, for tests (a subscription no record matches
+    /// should cost neither).
+    var dispatchCounts: (checked: Int, handed: Int) { subscriptions.counts }
+
+    /// Ends every subscription (server shutdown): waiters answer with what they have, event
+    /// streams end; later subscriptions end at once.
+    func closeSubscriptions() {
+        subscriptions.close()
+    }
+
+    /// The records in `(since, through]` that match, at most `limit`: what a new subscription finds
+    /// already stored. `caughtUp` is false only when the ring kept changing under it (a `DELETE`
+    /// in progress) for longer than a few tries.
+    func replay(
+        since: UInt64, through: UInt64, filter: RecordFilter, limit: Int
+    ) async -> (records: [RawRecord], next: UInt64, caughtUp: Bool) {
         var found: [RawRecord] = []
-        while true {
-            let generation = published.load(ordering: .acquiring)
-            let (more, next) = query(since: cursor, filter: filter, limit: count - found.count)
+        var cursor = since
+        var tries = 0
+        while cursor < through, found.count < limit {
+            let (more, next) = query(since: cursor, filter: filter, limit: limit - found.count, through: through)
             found += more
-            cursor = next
-            if found.count >= count { return (found, cursor, true) }
-            if ContinuousClock.now >= deadline || Task.isCancelled { return (found, cursor, false) }
-            await waiters.wait(deadline: deadline) {
-                self.published.load(ordering: .acquiring) != generation
+            if next == cursor {
+                // Records up to `through` were all stored, so only a DELETE emptying slots right
+                // now stops a query short; it is over in microseconds.
+                tries += 1
+                if tries > 100 { return (found, cursor, false) }
+                await Task.yield()
             }
+            cursor = next
+        }
+        return (found, cursor, true)
+    }
+
+    /// The dispatcher: while anyone subscribes, reads each new record once, in `seq` order, and
+    /// hands it to the subscriptions it matches. Started by the first subscription, it ends when
+    /// the last one leaves. A record handed out but not yet stored stops the scan; its writer pokes
+    /// the dispatcher once it is stored.
+    private func dispatch() async {
+        while true {
+            subscriptions.beginRound()
+            var dispatched = subscriptions.dispatchedThrough
+            var batch: [RawRecord] = []
+            batch.reserveCapacity(Self.dispatchBatch)
+            scanning: while true {
+                let last = lastSeq
+                guard dispatched < last else { break }
+                let oldestKept = capacity == 0 ? last + 1 : (last > UInt64(capacity) ? last - UInt64(capacity) + 1 : 1)
+                var seq = max(dispatched + 1, clearedThrough + 1, oldestKept)
+                var reached = max(dispatched, seq - 1)
+                var stoppedAtGap = false
+                batch.removeAll(keepingCapacity: true)
+                while seq <= last, batch.count < Self.dispatchBatch {
+                    if let record = read(seq) {
+                        batch.append(record)
+                    } else if lastSeq - seq < UInt64(capacity), seq > clearedThrough {
+                        stoppedAtGap = true
+                        break
+                    }
+                    reached = seq
+                    seq += 1
+                }
+                if reached > dispatched {
+                    subscriptions.hand(batch, through: reached)
+                    dispatched = reached
+                }
+                batch.removeAll(keepingCapacity: true)
+                if stoppedAtGap { break scanning }
+            }
+            guard await subscriptions.sleepUntilRecords() else { return }
         }
     }
+
+    /// Records read per dispatch round before they are handed out under the subscriptions' lock.
+    static let dispatchBatch = 1024
 }
 
-/// Tasks waiting for new records. The request path only loads ``isEmpty``'s atomic unless a
-/// waiter exists.
-final class WaiterList: Sendable {
-    private struct State {
-        var nextID = 0
-        var waiting: [Int: CheckedContinuation<Void, Never>] = [:]
+/// One party waiting for records: a `/v1/notifications/wait` request (``Mode/collect(_:)``) or an
+/// event stream (``Mode/buffer(_:)``). The dispatcher hands it matching records; its owner takes
+/// them. Both ends only touch this object's own lock.
+final class Subscription: Sendable {
+    enum Mode: Sendable {
+        /// Keep the first `n` records handed over; ready once there are as many as ``expect(_:)``
+        /// asks for.
+        case collect(Int)
+        /// Keep at most `n` records until taken; records arriving while it is full are skipped
+        /// (counted, with the first and last `seq` skipped). Ready as soon as anything arrived.
+        case buffer(Int)
     }
 
-    private let state = Mutex(State())
-    private let waitingCount = Atomic<Int>(0)
+    /// What ``take()`` returns: the records in `seq` order and what was skipped since last time.
+    struct Batch: Sendable {
+        var records: [RawRecord] = []
+        var skipped = 0
+        var firstSkipped: UInt64 = 0
+        var lastSkipped: UInt64 = 0
+        var closed = false
+    }
 
-    var isEmpty: Bool { waitingCount.load(ordering: .acquiring) == 0 }
+    private struct State {
+        var batch = Batch()
+        var expected: Int
+        var waiting: CheckedContinuation<Void, Never>?
+        var wakeRequested = false
+    }
 
-    /// Suspends until ``wakeAll()``, the deadline, or cancellation. `alreadyChanged` is checked
-    /// under the lock, so a wake between the caller's scan and its registration is not lost.
-    func wait(deadline: ContinuousClock.Instant, alreadyChanged: @Sendable () -> Bool) async {
-        let id = state.withLock { state -> Int in
-            state.nextID += 1
-            return state.nextID
+    let filter: RecordFilter
+    let mode: Mode
+    private let state: Mutex<State>
+
+    init(filter: RecordFilter, mode: Mode) {
+        self.filter = filter
+        self.mode = mode
+        let expected: Int
+        switch mode {
+        case .collect(let count): expected = count
+        case .buffer: expected = 1
         }
+        state = Mutex(State(expected: max(1, expected)))
+    }
+
+    private var limit: Int {
+        switch mode {
+        case .collect(let count), .buffer(let count): return count
+        }
+    }
+
+    private static func isReady(_ state: State) -> Bool {
+        state.batch.closed || state.wakeRequested || state.batch.records.count >= state.expected
+            || state.batch.skipped > 0
+    }
+
+    /// From the dispatcher: one matching record.
+    func offer(_ record: RawRecord) {
+        let limit = self.limit
+        let waiting = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard !state.batch.closed else { return nil }
+            if state.batch.records.count < limit {
+                state.batch.records.append(record)
+            } else if case .buffer = mode {
+                if state.batch.skipped == 0 { state.batch.firstSkipped = record.seq }
+                state.batch.skipped += 1
+                state.batch.lastSkipped = record.seq
+            } else {
+                return nil
+            }
+            return Self.isReady(state) ? state.waiting.take() : nil
+        }
+        waiting?.resume()
+    }
+
+    /// A collecting subscription is ready once it holds `count` records.
+    func expect(_ count: Int) {
+        state.withLock { $0.expected = max(1, count) }
+    }
+
+    /// Ends it: its owner's wait returns and ``take()`` says `closed`.
+    func close() {
+        state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.batch.closed = true
+            return state.waiting.take()
+        }?.resume()
+    }
+
+    /// Makes a pending ``waitUntilReady(deadline:)`` return now.
+    func wake() {
+        state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.wakeRequested = true
+            return state.waiting.take()
+        }?.resume()
+    }
+
+    /// What arrived since the last take (records, skips); the subscription goes on.
+    func take() -> Batch {
+        state.withLock { state in
+            var taken = Batch(closed: state.batch.closed)
+            swap(&taken.records, &state.batch.records)
+            taken.skipped = state.batch.skipped
+            taken.firstSkipped = state.batch.firstSkipped
+            taken.lastSkipped = state.batch.lastSkipped
+            state.batch.skipped = 0
+            state.wakeRequested = false
+            return taken
+        }
+    }
+
+    /// Suspends until the subscription is ready (see ``Mode``), closed, woken, the deadline passes
+    /// or the task is cancelled.
+    func waitUntilReady(deadline: ContinuousClock.Instant) async {
+        guard ContinuousClock.now < deadline else { return }
+        // Cancelled below once the wait is over: only a sleep that ran its course wakes.
         let timer = Task { [weak self] in
-            try? await Task.sleep(until: deadline, clock: .continuous)
-            self?.resume(id)
+            guard (try? await Task.sleep(until: deadline, clock: .continuous)) != nil else { return }
+            self?.wake()
         }
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let resumeNow = state.withLock { state -> Bool in
-                    if alreadyChanged() { return true }
-                    state.waiting[id] = continuation
-                    waitingCount.add(1, ordering: .releasing)
+                    if Self.isReady(state) { return true }
+                    state.waiting = continuation
                     return false
                 }
                 if resumeNow { continuation.resume() }
             }
         } onCancel: {
-            self.resume(id)
+            self.wake()
         }
         timer.cancel()
     }
+}
 
-    private func resume(_ id: Int) {
-        let continuation = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            guard let continuation = state.waiting.removeValue(forKey: id) else { return nil }
-            waitingCount.subtract(1, ordering: .releasing)
-            return continuation
-        }
-        continuation?.resume()
+/// Every subscription and the dispatcher's place: who is handed which record, and how the request
+/// path wakes the dispatcher.
+private final class Subscriptions: Sendable {
+    private struct State {
+        var index = SubscriptionIndex()
+        /// Records up to this `seq` have been handed to every subscription they match.
+        var dispatchedThrough: UInt64 = 0
+        var checked = 0
+        var handed = 0
+        var dispatcherRunning = false
+        var closed = false
     }
 
-    func wakeAll() {
-        let woken = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            let all = Array(state.waiting.values)
-            waitingCount.subtract(all.count, ordering: .releasing)
-            state.waiting.removeAll()
+    private let state = Mutex(State())
+    /// Subscriptions registered: the request path's one load.
+    private let active = Atomic<Int>(0)
+    /// Set by writers since the dispatcher began its round; the dispatcher's sleep, apart from
+    /// `state` so that a writer never waits for a dispatch round to finish.
+    private let pending = Atomic<Bool>(false)
+    private let sleeping = Mutex<CheckedContinuation<Bool, Never>?>(nil)
+
+    var isActive: Bool { active.load(ordering: .sequentiallyConsistent) != 0 }
+    var count: Int { active.load(ordering: .relaxed) }
+    var dispatchedThrough: UInt64 { state.withLock { $0.dispatchedThrough } }
+    var counts: (checked: Int, handed: Int) { state.withLock { ($0.checked, $0.handed) } }
+
+    /// From a writer: records arrived. Wakes the dispatcher unless a wake is already pending.
+    func recordsArrived() {
+        guard !pending.exchange(true, ordering: .sequentiallyConsistent) else { return }
+        sleeping.withLock { $0.take() }?.resume(returning: true)
+    }
+
+    /// Files `subscription` for the records after `max(since, dispatchedThrough)`, which it
+    /// returns; starts the dispatcher if none runs.
+    func add(_ subscription: Subscription, after since: UInt64, start: @escaping @Sendable () async -> Void) -> UInt64 {
+        let (startNow, threshold, closed) = state.withLock { state -> (Bool, UInt64, Bool) in
+            guard !state.closed else { return (false, since, true) }
+            let threshold = max(since, state.dispatchedThrough)
+            state.index.insert(subscription, threshold: threshold)
+            active.add(1, ordering: .sequentiallyConsistent)
+            let startNow = !state.dispatcherRunning
+            state.dispatcherRunning = true
+            return (startNow, threshold, false)
+        }
+        if closed {
+            subscription.close()
+        } else if startNow {
+            pending.store(true, ordering: .sequentiallyConsistent)
+            Task(operation: start)
+        } else {
+            // The dispatcher may be asleep with records it has not looked at for anyone.
+            recordsArrived()
+        }
+        return threshold
+    }
+
+    func remove(_ subscription: Subscription) -> UInt64 {
+        let (through, removed, empty) = state.withLock { state -> (UInt64, Bool, Bool) in
+            let removed = state.index.remove(subscription)
+            if removed { active.subtract(1, ordering: .sequentiallyConsistent) }
+            return (state.dispatchedThrough, removed, state.index.isEmpty)
+        }
+        // A dispatcher with nobody left to serve ends (it checks when woken).
+        if removed, empty { recordsArrived() }
+        return through
+    }
+
+    func close() {
+        let all = state.withLock { state -> [Subscription] in
+            state.closed = true
+            let all = state.index.all
+            active.subtract(all.count, ordering: .sequentiallyConsistent)
+            state.index = SubscriptionIndex()
             return all
         }
-        for continuation in woken { continuation.resume() }
+        for subscription in all { subscription.close() }
+        recordsArrived()
+    }
+
+    /// The dispatcher starts a round: writes from now on wake it again.
+    func beginRound() {
+        pending.store(false, ordering: .sequentiallyConsistent)
+    }
+
+    /// Hands `records` (in `seq` order) to the subscriptions they match, and moves the dispatch
+    /// mark to `through`.
+    func hand(_ records: [RawRecord], through: UInt64) {
+        state.withLock { state in
+            for record in records {
+                let (checked, handed) = state.index.offer(record)
+                state.checked &+= checked
+                state.handed &+= handed
+            }
+            state.dispatchedThrough = max(state.dispatchedThrough, through)
+        }
+    }
+
+    /// Sleeps until a writer reports records; false when nobody subscribes any more, and the
+    /// dispatcher then ends (the next subscription starts another).
+    func sleepUntilRecords() async -> Bool {
+        let stop = state.withLock { state -> Bool in
+            if state.index.isEmpty {
+                state.dispatcherRunning = false
+                return true
+            }
+            return false
+        }
+        if stop { return false }
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let resumeNow = sleeping.withLock { sleeping -> Bool in
+                if pending.load(ordering: .sequentiallyConsistent) { return true }
+                sleeping = continuation
+                return false
+            }
+            if resumeNow { continuation.resume(returning: true) }
+        }
+    }
+}
+
+/// The subscriptions by what a record must carry to match them, so that a record is checked only
+/// against subscriptions it may match: each subscription is filed under its most selective filter
+/// field (apns-id, token, collapse id, reason, topic, push type), or, without any, under its
+/// outcome. A record looks up its own values in each table; ``RecordFilter/matches(_:)`` decides
+/// for the few subscriptions found, so fields not indexed here still filter correctly.
+private struct SubscriptionIndex {
+    struct Entry {
+        let subscription: Subscription
+        /// Only records after this `seq` are handed over (earlier ones were replayed).
+        let threshold: UInt64
+    }
+
+    private typealias Table = [String: [ObjectIdentifier: Entry]]
+
+    private enum Key: Hashable {
+        case apnsId(String), token(String), collapseId(String), reason(String), topic(String), pushType(String)
+        case outcome(RecordFilter.Outcome)
+    }
+
+    private var apnsIds: Table = [:]
+    private var tokens: Table = [:]
+    private var collapseIds: Table = [:]
+    private var reasons: Table = [:]
+    private var topics: Table = [:]
+    private var pushTypes: Table = [:]
+    private var byOutcome: [RecordFilter.Outcome: [ObjectIdentifier: Entry]] = [:]
+    private var keys: [ObjectIdentifier: Key] = [:]
+
+    var isEmpty: Bool { keys.isEmpty }
+
+    var all: [Subscription] {
+        var all: [Subscription] = []
+        for table in [apnsIds, tokens, collapseIds, reasons, topics, pushTypes] {
+            for entries in table.values { all += entries.values.map(\.subscription) }
+        }
+        for entries in byOutcome.values { all += entries.values.map(\.subscription) }
+        return all
+    }
+
+    private static func key(_ filter: RecordFilter) -> Key {
+        if let value = filter.apnsId { return .apnsId(value.lowercased()) }
+        if let value = filter.token { return .token(value) }
+        if let value = filter.collapseId { return .collapseId(value) }
+        if let value = filter.reason { return .reason(value) }
+        if let value = filter.topic { return .topic(value) }
+        if let value = filter.pushType { return .pushType(value) }
+        return .outcome(filter.outcome)
+    }
+
+    mutating func insert(_ subscription: Subscription, threshold: UInt64) {
+        let id = ObjectIdentifier(subscription)
+        let key = Self.key(subscription.filter)
+        let entry = Entry(subscription: subscription, threshold: threshold)
+        keys[id] = key
+        switch key {
+        case .apnsId(let value): apnsIds[value, default: [:]][id] = entry
+        case .token(let value): tokens[value, default: [:]][id] = entry
+        case .collapseId(let value): collapseIds[value, default: [:]][id] = entry
+        case .reason(let value): reasons[value, default: [:]][id] = entry
+        case .topic(let value): topics[value, default: [:]][id] = entry
+        case .pushType(let value): pushTypes[value, default: [:]][id] = entry
+        case .outcome(let value): byOutcome[value, default: [:]][id] = entry
+        }
+    }
+
+    mutating func remove(_ subscription: Subscription) -> Bool {
+        let id = ObjectIdentifier(subscription)
+        guard let key = keys.removeValue(forKey: id) else { return false }
+        func drop(_ table: inout Table, _ value: String) {
+            table[value]?[id] = nil
+            if table[value]?.isEmpty == true { table[value] = nil }
+        }
+        switch key {
+        case .apnsId(let value): drop(&apnsIds, value)
+        case .token(let value): drop(&tokens, value)
+        case .collapseId(let value): drop(&collapseIds, value)
+        case .reason(let value): drop(&reasons, value)
+        case .topic(let value): drop(&topics, value)
+        case .pushType(let value): drop(&pushTypes, value)
+        case .outcome(let value):
+            byOutcome[value]?[id] = nil
+            if byOutcome[value]?.isEmpty == true { byOutcome[value] = nil }
+        }
+        return true
+    }
+
+    /// Hands `record` to every subscription it matches; returns how many filters were checked and
+    /// how many subscriptions took it. A record's values are worked out only for the tables that
+    /// hold subscriptions.
+    func offer(_ record: RawRecord) -> (checked: Int, handed: Int) {
+        var counts = (checked: 0, handed: 0)
+        if !apnsIds.isEmpty { Self.offer(record, to: apnsIds[record.apnsIDText.lowercased()], &counts) }
+        if !tokens.isEmpty, let token = record.token { Self.offer(record, to: tokens[token], &counts) }
+        if !collapseIds.isEmpty, let value = record.shape.request.collapseID { Self.offer(record, to: collapseIds[value], &counts) }
+        if !reasons.isEmpty, let value = record.reasonText { Self.offer(record, to: reasons[value], &counts) }
+        if !topics.isEmpty, let value = record.topic { Self.offer(record, to: topics[value], &counts) }
+        if !pushTypes.isEmpty, let value = record.pushType { Self.offer(record, to: pushTypes[value], &counts) }
+        if !byOutcome.isEmpty {
+            Self.offer(record, to: byOutcome[.all], &counts)
+            Self.offer(record, to: byOutcome[record.isAccepted ? .accepted : .rejected], &counts)
+        }
+        return counts
+    }
+
+    private static func offer(
+        _ record: RawRecord, to entries: [ObjectIdentifier: Entry]?, _ counts: inout (checked: Int, handed: Int)
+    ) {
+        guard let entries else { return }
+        for entry in entries.values where record.seq > entry.threshold {
+            counts.checked += 1
+            if entry.subscription.filter.matches(record) {
+                counts.handed += 1
+                entry.subscription.offer(record)
+            }
+        }
     }
 }
