@@ -18,6 +18,8 @@ struct AdminAPI: Sendable {
     let token: String?
     /// Whether the APNs listener is up, for `/healthz`.
     let apnsIsUp: @Sendable () -> Bool
+    /// The open `/v1/events` streams (their number is bounded).
+    let eventStreams = EventStreams()
 
     typealias Context = BasicRequestContext
 
@@ -35,6 +37,10 @@ struct AdminAPI: Sendable {
         }
         router.get("/v1/notifications") { request, _ in api.notifications(request) }
         router.get("/v1/notifications/wait") { request, _ in await api.wait(request) }
+        router.get("/v1/notifications/{seq}.apns") { _, context in api.exportAPNS(context.parameters.get("seq") ?? "") }
+        router.get("/v1/events") { request, _ in api.events(request) }
+        router.get("/v1/reasons") { _, _ in api.reasons() }
+        router.get("/") { _, _ in InboxPage.response(status: .ok) }
         router.delete("/v1/notifications") { _, _ in
             api.state.records.removeAll()
             return Response(status: .noContent)
@@ -250,7 +256,7 @@ struct AdminAPI: Sendable {
         }
     }
 
-    private static let encoder: JSONEncoder = {
+    static let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return encoder
@@ -288,6 +294,11 @@ struct BearerTokenMiddleware<Context: Hummingbird.RequestContext>: RouterMiddlew
         guard let token else { return try await next(request, context) }
         let expected = "Bearer " + token
         guard let sent = request.headers[.authorization], sent == expected else {
+            // The inbox page holds no data: it is sent with the 401, so that a browser (which
+            // cannot send the header when a URL is opened) shows it and it asks for the token.
+            if request.method == .get, request.uri.path == "/" {
+                return InboxPage.response(status: .unauthorized)
+            }
             return AdminAPI.json(.unauthorized, ["error": "authorization: a bearer token is required"])
         }
         return try await next(request, context)

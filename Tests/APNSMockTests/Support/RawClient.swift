@@ -87,6 +87,12 @@ final class RawClient: Sendable {
         try await channel.setOption(ChannelOptions.autoRead, value: false).get()
     }
 
+    /// Reads again after ``stopReading()``.
+    func resumeReading() async throws {
+        try await channel.setOption(ChannelOptions.autoRead, value: true).get()
+        channel.read()
+    }
+
     /// Whether the channel still accepts writes without queueing past its high watermark.
     var isWritable: Bool { channel.isWritable }
 

@@ -1,0 +1,173 @@
+import APNSMockCore
+import Foundation
+import Hummingbird
+import NIOCore
+
+// The endpoints behind the inbox page (docs/admin-api.md): the event stream, the reasons table
+// and the `.apns` export. The page itself is InboxPage.swift.
+
+extension AdminAPI {
+    /// `GET /v1/events`.
+    func events(_ request: Request) -> Response {
+        var values: [String: String] = [:]
+        for (key, value) in request.uri.queryParameters {
+            values[String(key)] = String(value)
+        }
+        let parsed: EventStreamRequest
+        switch EventStreamRequest.parse(parameters: values, lastEventID: Self.lastEventID(request)) {
+        case .failure(let error): return Self.error(.badRequest, error.message)
+        case .success(let value): parsed = value
+        }
+        guard eventStreams.reserve() else {
+            return Self.error(
+                .serviceUnavailable, "events: \(EventStreams.maximumStreams) event streams are open, the most there may be")
+        }
+        let streams = eventStreams
+        let writer = EventStreamWriter(records: state.records, validator: validator, request: parsed)
+        return Response(
+            status: .ok,
+            headers: [
+                .contentType: "text/event-stream; charset=utf-8",
+                .cacheControl: "no-cache",
+                // nginx and its kin buffer responses unless told not to.
+                .init("X-Accel-Buffering")!: "no",
+            ],
+            body: ResponseBody { body in
+                defer { streams.release() }
+                try await writer.run(&body)
+            })
+    }
+
+    /// The `Last-Event-ID` header, which a reconnecting EventSource sends.
+    static func lastEventID(_ request: Request) -> String? {
+        request.headers.first { $0.name.canonicalName == "last-event-id" }?.value
+    }
+
+    /// `GET /v1/reasons`: every reason with its status and one-line explanation.
+    func reasons() -> Response {
+        Self.json(.ok, ReasonList(reasons: Reason.allCases.map {
+            ReasonView(reason: $0.rawValue, status: $0.status, explanation: $0.explanation)
+        }))
+    }
+
+    /// `GET /v1/notifications/{seq}.apns`: the record's payload as a file for
+    /// `xcrun simctl push booted <file>`, with `"Simulator Target Bundle"` set to the topic's
+    /// bundle ID.
+    func exportAPNS(_ text: String) -> Response {
+        guard let seq = UInt64(text), seq >= 1 else {
+            return Self.error(.badRequest, "seq: expected a record's seq, an integer from 1 to \(UInt64.max)")
+        }
+        guard let record = state.records.record(seq) else {
+            return Self.error(.notFound, "seq: no record \(seq) in the ring (not recorded yet, evicted or deleted)")
+        }
+        let request = record.request
+        guard request.body.count == request.bodyLength, let payload = try? JSONValue.parse(request.body),
+              case .object(var members) = payload
+        else {
+            return Self.error(.unprocessableContent, "payload: the payload of record \(seq) is not a JSON object")
+        }
+        guard let topic = record.topic, !topic.isEmpty else {
+            return Self.error(
+                .unprocessableContent, "topic: record \(seq) has no apns-topic, so there is no bundle ID for the simulator")
+        }
+        let bundle = Self.bundleID(topic: topic, pushType: record.pushType)
+        members.removeAll { $0.key == APNSFile.targetBundleKey }
+        members.append(JSONValue.Member(key: APNSFile.targetBundleKey, value: .string(bundle)))
+        var text = APNSFile.pretty(.object(members))
+        text.append("\n")
+        return Response(
+            status: .ok,
+            headers: [
+                .contentType: "application/json",
+                .contentDisposition: "attachment; filename=\"apns-mock-\(seq).apns\"",
+            ],
+            body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    /// The app's bundle ID: the topic without its push type's suffix (`.voip`,
+    /// `.push-type.liveactivity`…; see ``PushType/topicSuffix``). A record of no known type loses
+    /// whichever suffix its topic ends with.
+    static func bundleID(topic: String, pushType: String?) -> String {
+        if let type = pushType.flatMap(PushType.init(rawValue:)) {
+            let suffix = type.topicSuffix
+            return !suffix.isEmpty && topic.hasSuffix(suffix) && topic.count > suffix.count
+                ? String(topic.dropLast(suffix.count)) : topic
+        }
+        let suffixes = PushType.allCases.map(\.topicSuffix).filter { !$0.isEmpty }.sorted { $0.count > $1.count }
+        for suffix in suffixes where topic.hasSuffix(suffix) && topic.count > suffix.count {
+            return String(topic.dropLast(suffix.count))
+        }
+        return topic
+    }
+}
+
+/// The `.apns` file simctl reads: the payload as JSON with the target bundle beside `aps`.
+enum APNSFile {
+    static let targetBundleKey = "Simulator Target Bundle"
+
+    /// `value` as indented JSON, members in the payload's order, numbers as they were written.
+    static func pretty(_ value: JSONValue) -> String {
+        var out = ""
+        write(value, indent: 0, into: &out)
+        return out
+    }
+
+    private static func write(_ value: JSONValue, indent: Int, into out: inout String) {
+        switch value {
+        case .null: out += "null"
+        case .bool(let flag): out += flag ? "true" : "false"
+        case .number(let literal): out += literal
+        case .string(let text): quote(text, into: &out)
+        case .array(let items):
+            guard !items.isEmpty else { out += "[]"; return }
+            out += "[\n"
+            for (offset, item) in items.enumerated() {
+                out += String(repeating: "  ", count: indent + 1)
+                write(item, indent: indent + 1, into: &out)
+                out += offset == items.count - 1 ? "\n" : ",\n"
+            }
+            out += String(repeating: "  ", count: indent) + "]"
+        case .object(let members):
+            guard !members.isEmpty else { out += "{}"; return }
+            out += "{\n"
+            for (offset, member) in members.enumerated() {
+                out += String(repeating: "  ", count: indent + 1)
+                quote(member.key, into: &out)
+                out += ": "
+                write(member.value, indent: indent + 1, into: &out)
+                out += offset == members.count - 1 ? "\n" : ",\n"
+            }
+            out += String(repeating: "  ", count: indent) + "}"
+        }
+    }
+
+    private static func quote(_ text: String, into out: inout String) {
+        out += "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        out += "\""
+    }
+}
+
+/// `GET /v1/reasons`: the reasons APNs sends, for the inbox page's explanations and fault form.
+public struct ReasonList: Codable, Sendable {
+    public var reasons: [ReasonView]
+}
+
+/// One reason: its name, its status and what it means (``Reason/explanation``).
+public struct ReasonView: Codable, Sendable, Equatable {
+    public var reason: String
+    public var status: Int
+    public var explanation: String
+}

@@ -1,0 +1,58 @@
+import APNSMock
+import APNSMockCore
+import APNSMockTesting
+import Foundation
+import Testing
+
+/// The inbox page in a real browser: headless Chromium (Debian's `chromium` and `chromium-driver`)
+/// driven by selenium (pinned in scripts/browser/requirements.txt, installed by scripts/setup into
+/// .venv-browser/). scripts/browser/inbox_check.py opens the page of an in-process mock, pushes
+/// with curl and checks what the page shows; this test runs it and asserts on its report and on
+/// the mock's state. Screenshots are kept in .build/inbox-screenshots/.
+@Suite("Inbox page in a browser", .timeLimit(.minutes(3)))
+struct InboxPageTests {
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    struct Report: Decodable {
+        struct Check: Decodable {
+            var name: String
+            var ok: Bool
+            var detail: String
+        }
+
+        var checks: [Check]
+    }
+
+    @Test func pageShowsWhatArrivedAndManagesTheMock() async throws {
+        let python = Self.repository.appendingPathComponent(".venv-browser/bin/python").path
+        let script = Self.repository.appendingPathComponent("scripts/browser/inbox_check.py").path
+        let screenshots = Self.repository.appendingPathComponent(".build/inbox-screenshots").path
+        try #require(
+            FileManager.default.isExecutableFile(atPath: python),
+            "selenium's venv is missing: run scripts/setup (it installs chromium, chromium-driver and .venv-browser)")
+        try await MockHarness.withRunningMock { mock in
+            let output = try await ExternalTool.run(python, [
+                script, "--admin", mock.adminURL, "--apns", mock.baseURL, "--ca", mock.caPath,
+                "--authorization", try #require(Curl.demoAuthorization), "--screenshots", screenshots,
+            ], timeout: 150)
+            let report = try #require(
+                try? JSONDecoder().decode(Report.self, from: output.stdout),
+                "inbox_check.py exited \(output.exitCode): \(output.text.suffix(2000)) \(output.stderr.suffix(2000))")
+            #expect(report.checks.count >= 25, "\(report.checks.map(\.name))")
+            for check in report.checks {
+                #expect(check.ok, "\(check.name): \(check.detail)")
+            }
+            #expect(output.exitCode == 0)
+
+            // What the page did, seen through the admin API.
+            let devices = try await mock.admin.devices()
+            #expect(devices.devices.first { $0.token == String(repeating: "ab", count: 32) }?.reason == "Unregistered")
+            let faults = try await mock.admin.faults()
+            #expect(faults.faults.isEmpty, "the page's times:1 rule fired once and was removed")
+            let gone = try await mock.admin.notifications(RecordQuery(reason: "Unregistered"))
+            #expect(gone.notifications.count == 1)
+        }
+        #expect(FileManager.default.fileExists(atPath: screenshots + "/inbox.png"))
+    }
+}

@@ -1,0 +1,260 @@
+#!/usr/bin/env python3
+"""Drives the inbox page (GET / on apns-mock's admin listener) in headless Chromium with selenium,
+as a person would: pushes are sent with curl while the page is open, and the page must show them.
+
+Run by Tests/APNSMockTests/InboxPageTests.swift against an in-process mock (selenium from
+.venv-browser/, Debian's chromium and chromium-driver; see scripts/setup). Prints one JSON
+document: {"checks": [{"name", "ok", "detail"}...], "console": [...]}; the Swift test asserts on
+it. Screenshots go to --screenshots.
+
+  inbox_check.py --admin http://127.0.0.1:PORT --apns https://localhost:PORT --ca ca.pem \
+                 --authorization 'bearer JWT' --screenshots DIR
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+from selenium import webdriver
+from selenium.common.exceptions import TimeoutException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+TOKEN_A = "ab" * 32
+TOKEN_B = "cd" * 32
+TOKEN_C = "ef" * 32
+
+checks = []
+
+
+def check(name, ok, detail=""):
+    checks.append({"name": name, "ok": bool(ok), "detail": str(detail)[:2000]})
+
+
+def push(args, token, payload, headers=None):
+    """One push with curl, as the Swift tests' Curl.send sends it; returns (status, body)."""
+    headers = dict(headers or {})
+    headers.setdefault("apns-topic", "com.example.app")
+    headers.setdefault("authorization", args.authorization)
+    command = ["curl", "-sS", "--http2", "--cacert", args.ca, "-X", "POST", "--max-time", "20",
+               "-w", "\n%{http_code}", "--data-binary", "@-"]
+    for name, value in sorted(headers.items()):
+        command += ["-H", f"{name}: {value}"]
+    command.append(f"{args.apns}/3/device/{token}")
+    data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    result = subprocess.run(command, input=data, capture_output=True, timeout=30)
+    text = result.stdout.decode(errors="replace")
+    body, _, status = text.rpartition("\n")
+    return int(status or 0), body
+
+
+def wait_for(driver, seconds, predicate):
+    """predicate(driver) until truthy; returns (value, seconds taken) or (None, None)."""
+    started = time.monotonic()
+    try:
+        value = WebDriverWait(driver, seconds, poll_frequency=0.05).until(lambda d: predicate(d))
+        return value, time.monotonic() - started
+    except TimeoutException:
+        return None, None
+
+
+def record_with(driver, css, text):
+    for element in driver.find_elements(By.CSS_SELECTOR, css):
+        if text in element.text:
+            return element
+    return None
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--admin", required=True)
+    parser.add_argument("--apns", required=True)
+    parser.add_argument("--ca", required=True)
+    parser.add_argument("--authorization", required=True)
+    parser.add_argument("--screenshots", required=True)
+    args = parser.parse_args()
+    os.makedirs(args.screenshots, exist_ok=True)
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--window-size=1400,1100", "--force-device-scale-factor=1"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    options.add_experimental_option("prefs", {"download.default_directory": args.screenshots})
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    driver.set_page_load_timeout(20)
+    try:
+        run(driver, args)
+    finally:
+        console = driver.get_log("browser")
+        driver.quit()
+    severe = [entry for entry in console if entry.get("level") == "SEVERE"]
+    check("the page logs no console errors", not severe, json.dumps(severe)[:1500])
+    print(json.dumps({"checks": checks, "console": console}))
+
+
+def run(driver, args):
+    driver.get(args.admin + "/")
+    status, took = wait_for(driver, 10, lambda d: d.find_element(By.ID, "stream-status").text == "live")
+    check("the page connects to the event stream", status, driver.find_element(By.ID, "stream-status").text)
+    # Errors thrown by the page's own script, beside what the console log shows.
+    driver.execute_script("window.__errors = []; window.addEventListener('error', e => window.__errors.push(String(e.message)));")
+
+    # An alert banner: title, subtitle, body, badge, sound, thread, interruption level.
+    alert = {"aps": {"alert": {"title": "Gate 12", "subtitle": "Flight 42", "body": "Boarding now"}, "badge": 3,
+                     "sound": "default", "thread-id": "trip-1", "interruption-level": "time-sensitive",
+                     "relevance-score": 0.8}}
+    code, body = push(args, TOKEN_A, alert)
+    check("the alert push is accepted", code == 200, f"{code} {body}")
+    banner, took = wait_for(driver, 2, lambda d: record_with(d, ".record.banner", "Gate 12"))
+    check("the banner appears within two seconds", banner, f"after {took} s")
+    if banner:
+        check("the banner shows title, subtitle and body",
+              banner.find_element(By.CSS_SELECTOR, ".title").text == "Gate 12"
+              and banner.find_element(By.CSS_SELECTOR, ".subtitle").text == "Flight 42"
+              and banner.find_element(By.CSS_SELECTOR, ".body").text == "Boarding now", banner.text)
+        check("the banner shows badge, sound, level and thread",
+              all(text in banner.text for text in ("3", "default", "time-sensitive", "trip-1", "relevance 0.8")),
+              banner.text)
+        check("the banner names the app", "COM.EXAMPLE.APP" in banner.text.upper(), banner.text)
+
+    # The same thread again, with a localized body: stacked under the thread.
+    code, _ = push(args, TOKEN_A, {"aps": {"alert": {"title": "Gate 14", "loc-key": "GATE_CHANGE",
+                                                     "loc-args": ["14", "B"]}, "thread-id": "trip-1"}})
+    stacked, _ = wait_for(driver, 2, lambda d: record_with(d, ".group .record.banner", "Gate 14"))
+    check("a second push of the thread is stacked with the first", stacked and code == 200,
+          driver.find_element(By.ID, "feed").text[:500])
+    if stacked:
+        check("a loc-key is shown with its arguments", "GATE_CHANGE" in stacked.text and "14, B" in stacked.text,
+              stacked.text)
+
+    # A rejection in the same stream: status, reason and its explanation.
+    code, body = push(args, "zz", {"aps": {"alert": "bad token"}})
+    check("the bad-token push is refused", code == 400, f"{code} {body}")
+    rejection, took = wait_for(driver, 2, lambda d: record_with(d, ".record.rejected", "BadDeviceToken"))
+    check("the rejection shows its reason within two seconds", rejection, f"after {took} s")
+    if rejection:
+        explanation = rejection.find_element(By.CSS_SELECTOR, ".explanation").text
+        check("the rejection explains its reason", "malformed" in explanation and "400" in rejection.text,
+              rejection.text)
+
+    # A background push is a quiet row; a Live Activity a card with its content state.
+    code, body = push(args, TOKEN_B, {"aps": {"content-available": 1}, "sync": True},
+                      {"apns-push-type": "background", "apns-priority": "5"})
+    quiet, _ = wait_for(driver, 2, lambda d: record_with(d, ".record.quiet", "background"))
+    check("a background push is a quiet row", quiet and code == 200, f"{code} {body}")
+    activity_payload = {"aps": {"timestamp": int(time.time()), "event": "update",
+                                "content-state": {"score": "2-1", "period": "2nd half"}}}
+    code, body = push(args, TOKEN_B, activity_payload,
+                      {"apns-push-type": "liveactivity", "apns-topic": "com.example.app.push-type.liveactivity"})
+    card, _ = wait_for(driver, 2, lambda d: record_with(d, ".record.activity", "2-1"))
+    check("a Live Activity is a card with event and content-state",
+          card and code == 200 and "update" in card.text.lower() and "2nd half" in card.text, f"{code} {body}")
+
+    # Hostile content stays text.
+    hostile_title = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=1</script>'
+    deep = {}
+    node = deep
+    for _ in range(40):
+        node["x"] = {}
+        node = node["x"]
+    hostile = {"aps": {"alert": {"title": hostile_title, "body": "A" * 3000}}, "deep": deep}
+    code, body = push(args, TOKEN_C, hostile)
+    shown, _ = wait_for(driver, 2, lambda d: record_with(d, ".record.banner", "<script>"))
+    check("a hostile payload is accepted and shown", shown and code == 200, f"{code} {body}")
+    if shown:
+        feed = driver.find_element(By.ID, "feed")
+        check("no element of the payload became markup",
+              not feed.find_elements(By.CSS_SELECTOR, "img, script, iframe")
+              and driver.execute_script("return window.__pwned === undefined"),
+              feed.get_attribute("outerHTML")[:800])
+        check("the title is shown as text", shown.find_element(By.CSS_SELECTOR, ".title").text == hostile_title,
+              shown.find_element(By.CSS_SELECTOR, ".title").text)
+        body_text = shown.find_element(By.CSS_SELECTOR, ".body").text
+        check("a huge body is truncated", 0 < len(body_text) <= 401 and body_text.endswith("…"), len(body_text))
+        shown.click()
+        payload, _ = wait_for(driver, 2, lambda d: d.find_element(By.ID, "detail-payload").text or None)
+        detail = driver.find_element(By.ID, "detail")
+        check("the hostile payload's detail view is text too",
+              payload and "<script>" in payload and not detail.find_elements(By.CSS_SELECTOR, "img, script")
+              and driver.execute_script("return window.__pwned === undefined"), (payload or "")[:300])
+        driver.find_element(By.ID, "detail-close").click()
+    driver.save_screenshot(os.path.join(args.screenshots, "inbox.png"))
+
+    # The detail view of the first banner, then unregister its token from there: the next push is 410.
+    # The thread's stack shows its newest banner; open it to reach the first.
+    for toggle in driver.find_elements(By.CSS_SELECTOR, ".group .group-head button"):
+        if toggle.text == "Show all":
+            toggle.click()
+    banner = record_with(driver, ".record.banner", "Gate 12")
+    check("an opened stack shows every banner of the thread", banner)
+    if banner:
+        driver.execute_script("arguments[0].scrollIntoView()", banner)
+        banner.click()
+        shown, _ = wait_for(driver, 2, lambda d: d.find_element(By.ID, "detail").is_displayed()
+                            and "DEMOTEAM01" in d.find_element(By.ID, "detail").text)
+        detail = driver.find_element(By.ID, "detail")
+        text = detail.text
+        check("the detail view shows headers, payload, auth, environment, connection and timing",
+              shown and all(part in text for part in ("apns-topic", "com.example.app", "Gate 12", "DEMOTEAM01",
+                                                        "DEMOKEY001", "integer", "sandbox", "connection", "stream",
+                                                        "received at")), text[:1500])
+        driver.execute_script("window.scrollTo(0, 0)")
+        driver.save_screenshot(os.path.join(args.screenshots, "detail.png"))
+        detail.find_element(By.CSS_SELECTOR, "button[data-action='unregister'][data-reason='Unregistered']").click()
+        done, _ = wait_for(driver, 3, lambda d: "410" in d.find_element(By.ID, "detail-message").text)
+        check("the page unregisters the token", done, driver.find_element(By.ID, "detail-message").text)
+        driver.find_element(By.ID, "detail-close").click()
+    code, body = push(args, TOKEN_A, {"aps": {"alert": "are you there?"}})
+    check("the next push to the unregistered token is 410 Unregistered", code == 410 and "Unregistered" in body,
+          f"{code} {body}")
+    gone, _ = wait_for(driver, 2, lambda d: record_with(d, ".record.rejected", "Unregistered"))
+    check("the 410 shows up on the page", gone)
+
+    # A fault rule from the form (its reasons come from /v1/reasons) answers the next push.
+    Select(driver.find_element(By.ID, "fault-reason")).select_by_value("TooManyRequests")
+    explanation = driver.find_element(By.ID, "fault-explanation").text
+    check("the fault form explains the chosen reason", "Too many requests" in explanation, explanation)
+    driver.find_element(By.ID, "fault-topic").send_keys("com.example.app")
+    driver.find_element(By.ID, "fault-times").send_keys("1")
+    driver.find_element(By.ID, "fault-add").click()
+    listed, _ = wait_for(driver, 3, lambda d: record_with(d, "#fault-list .fault", "TooManyRequests"))
+    check("the added fault is listed", listed, driver.find_element(By.ID, "fault-list").text)
+    code, body = push(args, TOKEN_B, {"aps": {"alert": "fault?"}})
+    check("the fault answers the next push", code == 429 and "TooManyRequests" in body, f"{code} {body}")
+    faulted, _ = wait_for(driver, 2, lambda d: record_with(d, ".record.rejected", "TooManyRequests"))
+    check("the fault's answer shows on the page, marked", faulted and "fault" in faulted.text,
+          faulted.text if faulted else "")
+    code, body = push(args, TOKEN_B, {"aps": {"alert": "after the fault"}})
+    check("the fault fired once", code == 200, f"{code} {body}")
+
+    # Pause and resume: nothing is lost that the page would show.
+    driver.find_element(By.ID, "pause").click()
+    wait_for(driver, 2, lambda d: d.find_element(By.ID, "stream-status").text == "paused")
+    push(args, TOKEN_B, {"aps": {"alert": {"title": "While paused"}}})
+    time.sleep(0.5)
+    check("nothing renders while paused", record_with(driver, ".record.banner", "While paused") is None)
+    driver.find_element(By.ID, "pause").click()
+    resumed, _ = wait_for(driver, 3, lambda d: record_with(d, ".record.banner", "While paused"))
+    check("resume shows what arrived meanwhile", resumed)
+
+    counts, _ = wait_for(driver, 3, lambda d: d.find_element(By.ID, "count-accepted").text not in ("–", "0")
+                         and d.find_element(By.ID, "count-rejected").text not in ("–", "0"))
+    check("the header counts accepted and rejected pushes", counts,
+          driver.find_element(By.TAG_NAME, "header").text)
+    errors = driver.execute_script("return window.__errors")
+    check("the page's script threw nothing", not errors, errors)
+    driver.save_screenshot(os.path.join(args.screenshots, "inbox-end.png"))
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except Exception as error:  # reported to the Swift test, which fails on it
+        print(json.dumps({"checks": checks + [{"name": "the script ran", "ok": False, "detail": repr(error)}],
+                          "console": []}))
+        sys.exit(1)
