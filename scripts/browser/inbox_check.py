@@ -145,7 +145,7 @@ def run(driver, args):
     # A background push is a quiet row; a Live Activity a card with its content state.
     code, body = push(args, TOKEN_B, {"aps": {"content-available": 1}, "sync": True},
                       {"apns-push-type": "background", "apns-priority": "5"})
-    quiet, _ = wait_for(driver, 2, lambda d: record_with(d, ".record.quiet", "background"))
+    quiet, _ = wait_for(driver, 2, lambda d: record_with(d, ".record.quiet", "silent push"))
     check("a background push is a quiet row", quiet and code == 200, f"{code} {body}")
     activity_payload = {"aps": {"timestamp": int(time.time()), "event": "update",
                                 "content-state": {"score": "2-1", "period": "2nd half"}}}
