@@ -140,7 +140,7 @@ struct AdminLoadTests {
             #expect(burstTook < .seconds(60))
 
             try await stalled.resumeReading()
-            func accounted(_ bytes: [UInt8]) -> Int {
+            let accounted: @Sendable ([UInt8]) -> Int = { bytes in
                 let events = SSEEvent.parse(http: bytes).events
                 let skipped = events.filter { $0.event == "skipped" }.compactMap { EventStreamTests.skippedCount($0) }.reduce(0, +)
                 return events.filter { $0.event == "message" }.count + skipped

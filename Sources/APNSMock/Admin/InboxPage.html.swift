@@ -151,6 +151,9 @@ section.panel h2 { font-size: 13px; margin: 0 0 8px; text-transform: uppercase; 
         <label for="f-reason">reason</label><select id="f-reason"></select>
         <label for="f-apnsId">apnsId</label><input id="f-apnsId">
         <label for="f-collapseId">collapseId</label><input id="f-collapseId">
+        <label for="f-kind">kind</label>
+        <select id="f-kind"><option value="">any</option><option value="device">device</option><option value="broadcast">broadcast</option><option value="channel">channel</option></select>
+        <label for="f-channelId">channelId</label><input id="f-channelId">
         <div class="row-actions"><button type="button" id="filter-reset">Reset</button><button type="submit" class="primary" id="filter-apply">Apply</button></div>
       </form>
       <div id="filter-message" class="message bad"></div>
@@ -202,6 +205,7 @@ section.panel h2 { font-size: 13px; margin: 0 0 8px; text-transform: uppercase; 
   const PUSH_TYPES = ["alert", "background", "location", "voip", "complication", "fileprovider", "mdm",
     "liveactivity", "pushtotalk", "widgets", "controls"];
   const $ = (id) => document.getElementById(id);
+  const FILTERS = ["token", "topic", "pushType", "reason", "apnsId", "collapseId", "kind", "channelId"];
 
   const state = {
     token: sessionStorage.getItem("apns-mock-token") || "",
@@ -314,7 +318,7 @@ section.panel h2 { font-size: 13px; margin: 0 0 8px; text-transform: uppercase; 
   // ---------- the event stream (GET /v1/events, read with fetch so that it can carry the token) ----------
   function filterParameters() {
     const parameters = new URLSearchParams();
-    for (const name of ["token", "topic", "pushType", "reason", "apnsId", "collapseId"]) {
+    for (const name of FILTERS) {
       const value = $("f-" + name).value.trim();
       if (value) parameters.set(name, value);
     }
@@ -471,6 +475,7 @@ section.panel h2 { font-size: 13px; margin: 0 0 8px; text-transform: uppercase; 
   function classify(record) {
     if (record.status !== 200) return "rejected";
     if (record.kind === "broadcast") return "broadcast";
+    if (record.kind === "channel") return "channel";
     if (record.pushType === "liveactivity") return "activity";
     const a = aps(record);
     if (record.pushType === "background" || (a && a["content-available"] === 1 && a.alert === undefined)) return "quiet";
@@ -479,7 +484,9 @@ section.panel h2 { font-size: 13px; margin: 0 0 8px; text-transform: uppercase; 
   }
 
   function groupKey(record, kind) {
-    if (kind === "broadcast" && record.channelId) return { key: "channel\u0000" + record.channelId, label: "Channel", name: record.channelId };
+    if ((kind === "broadcast" || kind === "channel") && record.channelId) {
+      return { key: "channel\u0000" + record.channelId, label: "Channel", name: record.channelId };
+    }
     const a = aps(record);
     if ((kind === "banner" || kind === "activity") && a && typeof a["thread-id"] === "string" && a["thread-id"]) {
       return { key: "thread\u0000" + (record.topic || "") + "\u0000" + a["thread-id"], label: "Thread", name: a["thread-id"] + " · " + (record.topic || "") };
@@ -610,6 +617,11 @@ section.panel h2 { font-size: 13px; margin: 0 0 8px; text-transform: uppercase; 
       node.append(list);
       const parts = alertParts(a.alert);
       if (parts.title || parts.body) node.append(el("div", "body", [parts.title, parts.body].filter(Boolean).join(" — ")));
+    } else if (kind === "channel") {
+      node.className = "record quiet channel";
+      node.append(lineOne(record, (record.topic || "") + " · channel " + (record.operation || "")));
+      node.append(el("div", "body", "channel " + (record.operation || "request") + (record.channelId ? " · " + record.channelId : "") +
+        (record.requestId ? " · apns-request-id " + record.requestId : "")));
     } else if (kind === "broadcast") {
       node.append(lineOne(record, "Broadcast · " + (record.channelId || "no channel")));
       const parts = alertParts(a.alert);
@@ -692,7 +704,8 @@ section.panel h2 { font-size: 13px; margin: 0 0 8px; text-transform: uppercase; 
       ["apns-id", record.apnsId], ["apns-unique-id", record.uniqueId], ["token", record.token], ["topic", record.topic],
       ["push type", record.pushType], ["priority", record.priority], ["expiration", record.expiration],
       ["collapse id", record.collapseId], ["environment", record.environment],
-      ...(record.kind !== undefined ? [["kind", record.kind], ["channel", record.channelId]] : []),
+      ["kind", record.kind], ["channel", record.channelId], ["operation", record.operation],
+      ["apns-request-id", record.requestId],
     ]));
     const auth = record.auth || {};
     detail.append(el("h3", null, "Authentication"), table([
@@ -847,7 +860,7 @@ section.panel h2 { font-size: 13px; margin: 0 0 8px; text-transform: uppercase; 
   // ---------- controls ----------
   $("filter-form").addEventListener("submit", (event) => { event.preventDefault(); resetFeed(); state.lastSeq = null; connect(); });
   $("filter-reset").addEventListener("click", () => {
-    for (const name of ["token", "topic", "pushType", "reason", "apnsId", "collapseId"]) $("f-" + name).value = "";
+    for (const name of FILTERS) $("f-" + name).value = "";
     $("f-outcome").value = "all";
     resetFeed(); state.lastSeq = null; connect();
   });

@@ -553,7 +553,7 @@ private final class Subscriptions: Sendable {
 
 /// The subscriptions by what a record must carry to match them, so that a record is checked only
 /// against subscriptions it may match: each subscription is filed under its most selective filter
-/// field (apns-id, token, collapse id, reason, topic, push type), or, without any, under its
+/// field (apns-id, channel, token, collapse id, reason, topic, push type), or, without any, under its
 /// outcome. A record looks up its own values in each table; ``RecordFilter/matches(_:)`` decides
 /// for the few subscriptions found, so fields not indexed here still filter correctly.
 private struct SubscriptionIndex {
@@ -566,11 +566,13 @@ private struct SubscriptionIndex {
     private typealias Table = [String: [ObjectIdentifier: Entry]]
 
     private enum Key: Hashable {
-        case apnsId(String), token(String), collapseId(String), reason(String), topic(String), pushType(String)
+        case apnsId(String), channelId(String), token(String), collapseId(String), reason(String), topic(String)
+        case pushType(String)
         case outcome(RecordFilter.Outcome)
     }
 
     private var apnsIds: Table = [:]
+    private var channelIds: Table = [:]
     private var tokens: Table = [:]
     private var collapseIds: Table = [:]
     private var reasons: Table = [:]
@@ -583,7 +585,7 @@ private struct SubscriptionIndex {
 
     var all: [Subscription] {
         var all: [Subscription] = []
-        for table in [apnsIds, tokens, collapseIds, reasons, topics, pushTypes] {
+        for table in [apnsIds, channelIds, tokens, collapseIds, reasons, topics, pushTypes] {
             for entries in table.values { all += entries.values.map(\.subscription) }
         }
         for entries in byOutcome.values { all += entries.values.map(\.subscription) }
@@ -592,6 +594,7 @@ private struct SubscriptionIndex {
 
     private static func key(_ filter: RecordFilter) -> Key {
         if let value = filter.apnsId { return .apnsId(value.lowercased()) }
+        if let value = filter.channelId { return .channelId(value) }
         if let value = filter.token { return .token(value) }
         if let value = filter.collapseId { return .collapseId(value) }
         if let value = filter.reason { return .reason(value) }
@@ -607,6 +610,7 @@ private struct SubscriptionIndex {
         keys[id] = key
         switch key {
         case .apnsId(let value): apnsIds[value, default: [:]][id] = entry
+        case .channelId(let value): channelIds[value, default: [:]][id] = entry
         case .token(let value): tokens[value, default: [:]][id] = entry
         case .collapseId(let value): collapseIds[value, default: [:]][id] = entry
         case .reason(let value): reasons[value, default: [:]][id] = entry
@@ -625,6 +629,7 @@ private struct SubscriptionIndex {
         }
         switch key {
         case .apnsId(let value): drop(&apnsIds, value)
+        case .channelId(let value): drop(&channelIds, value)
         case .token(let value): drop(&tokens, value)
         case .collapseId(let value): drop(&collapseIds, value)
         case .reason(let value): drop(&reasons, value)
@@ -643,6 +648,9 @@ private struct SubscriptionIndex {
     func offer(_ record: RawRecord) -> (checked: Int, handed: Int) {
         var counts = (checked: 0, handed: 0)
         if !apnsIds.isEmpty { Self.offer(record, to: apnsIds[record.apnsIDText.lowercased()], &counts) }
+        if !channelIds.isEmpty, let value = record.broadcast?.channelID {
+            Self.offer(record, to: channelIds[value], &counts)
+        }
         if !tokens.isEmpty, let token = record.token { Self.offer(record, to: tokens[token], &counts) }
         if !collapseIds.isEmpty, let value = record.shape.request.collapseID { Self.offer(record, to: collapseIds[value], &counts) }
         if !reasons.isEmpty, let value = record.reasonText { Self.offer(record, to: reasons[value], &counts) }
