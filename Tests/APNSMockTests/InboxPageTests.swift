@@ -34,6 +34,7 @@ struct InboxPageTests {
         try await MockHarness.withRunningMock { mock in
             let output = try await ExternalTool.run(python, [
                 script, "--admin", mock.adminURL, "--apns", mock.baseURL, "--ca", mock.caPath,
+                "--channels", "https://localhost:\(mock.channelManagementPort(.sandbox))",
                 "--authorization", try #require(Curl.demoAuthorization), "--screenshots", screenshots,
             ], timeout: 150)
             let report = try #require(

@@ -51,6 +51,26 @@ def push(args, token, payload, headers=None):
     return int(status or 0), body
 
 
+def request(args, url, method="POST", headers=None, payload=None):
+    """Any HTTP/2 request with curl (channel management); returns (status, headers, body)."""
+    command = ["curl", "-sS", "--http2", "--cacert", args.ca, "-i", "-X", method, "--max-time", "20",
+               "-H", f"authorization: {args.authorization}"]
+    for name, value in sorted((headers or {}).items()):
+        command += ["-H", f"{name}: {value}"]
+    if payload is not None:
+        command += ["--data-binary", json.dumps(payload)]
+    command.append(url)
+    text = subprocess.run(command, capture_output=True, timeout=30).stdout.decode(errors="replace")
+    head, _, body = text.partition("\r\n\r\n")
+    lines = head.split("\r\n")
+    status = int(lines[0].split(" ")[1]) if lines and " " in lines[0] else 0
+    fields = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        fields[name.strip().lower()] = value.strip()
+    return status, fields, body
+
+
 def wait_for(driver, seconds, predicate):
     """predicate(driver) until truthy; returns (value, seconds taken) or (None, None)."""
     started = time.monotonic()
@@ -72,6 +92,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--admin", required=True)
     parser.add_argument("--apns", required=True)
+    parser.add_argument("--channels", required=True, help="the sandbox channel-management listener's URL")
     parser.add_argument("--ca", required=True)
     parser.add_argument("--authorization", required=True)
     parser.add_argument("--screenshots", required=True)
@@ -155,6 +176,28 @@ def run(driver, args):
     check("a Live Activity is a card with event and content-state",
           card and code == 200 and "update" in card.text.lower() and "2nd half" in card.text, f"{code} {body}")
 
+    # A channel and a broadcast on it: grouped under the channel.
+    status, fields, body = request(args, f"{args.channels}/1/apps/com.example.app/channels",
+                                   payload={"message-storage-policy": 1, "push-type": "LiveActivity"})
+    channel = fields.get("apns-channel-id", "")
+    check("a channel is created", status == 201 and channel, f"{status} {body}")
+    status, _, body = request(args, f"{args.apns}/4/broadcasts/apps/com.example.app",
+                              headers={"apns-channel-id": channel, "apns-push-type": "liveactivity",
+                                       "apns-expiration": "0", "apns-priority": "10"},
+                              payload={"aps": {"event": "update", "timestamp": int(time.time()),
+                                               "content-state": {"score": "3-1"}}})
+    check("a broadcast on it is accepted", status == 200, f"{status} {body}")
+    broadcast, _ = wait_for(driver, 2, lambda d: record_with(d, ".group[data-kind='channel'] .record.broadcast", "3-1"))
+    check("the broadcast is shown in its channel's group", broadcast,
+          driver.find_element(By.ID, "feed").text[:600])
+    if broadcast:
+        group = broadcast.find_element(By.XPATH, "./ancestor::div[contains(@class,'group')]")
+        check("the channel's group names the channel and holds its creation", channel in group.text
+              and "2 notifications" in group.text, group.text)
+
+    driver.execute_script("window.scrollTo(0, 0)")
+    driver.save_screenshot(os.path.join(args.screenshots, "inbox.png"))
+
     # Hostile content stays text.
     hostile_title = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=1</script>'
     deep = {}
@@ -183,7 +226,7 @@ def run(driver, args):
               payload and "<script>" in payload and not detail.find_elements(By.CSS_SELECTOR, "img, script")
               and driver.execute_script("return window.__pwned === undefined"), (payload or "")[:300])
         driver.find_element(By.ID, "detail-close").click()
-    driver.save_screenshot(os.path.join(args.screenshots, "inbox.png"))
+    driver.save_screenshot(os.path.join(args.screenshots, "hostile.png"))
 
     # The detail view of the first banner, then unregister its token from there: the next push is 410.
     # The thread's stack shows its newest banner; open it to reach the first.
@@ -231,6 +274,8 @@ def run(driver, args):
           faulted.text if faulted else "")
     code, body = push(args, TOKEN_B, {"aps": {"alert": "after the fault"}})
     check("the fault fired once", code == 200, f"{code} {body}")
+    emptied, _ = wait_for(driver, 3, lambda d: "No fault rules" in d.find_element(By.ID, "fault-list").text)
+    check("the fault list follows: the rule is gone once it fired", emptied, driver.find_element(By.ID, "fault-list").text)
 
     # Pause and resume: nothing is lost that the page would show.
     driver.find_element(By.ID, "pause").click()

@@ -473,7 +473,8 @@ section.panel h2 { font-size: 13px; margin: 0 0 8px; text-transform: uppercase; 
   function aps(record) { return isObject(record.payload) && isObject(record.payload.aps) ? record.payload.aps : null; }
 
   function classify(record) {
-    if (record.status !== 200) return "rejected";
+    // Accepted as the query API counts it: an answer without a reason (200, or 201/204 for channels).
+    if (record.status === null || record.reason) return "rejected";
     if (record.kind === "broadcast") return "broadcast";
     if (record.kind === "channel") return "channel";
     if (record.pushType === "liveactivity") return "activity";
@@ -494,7 +495,15 @@ section.panel h2 { font-size: 13px; margin: 0 0 8px; text-transform: uppercase; 
     return null;
   }
 
+  let refreshTimer = null;
+  function refreshListsSoon() {
+    if (refreshTimer) return;
+    refreshTimer = setTimeout(() => { refreshTimer = null; loadDevices(); loadFaults(); }, 300);
+  }
+
   function insert(record) {
+    // A fault fired or a device answered 410: the lists' counters changed.
+    if (record.injected || record.status === 410) refreshListsSoon();
     const kind = classify(record);
     const node = render(record, kind);
     node.dataset.seq = String(record.seq);
@@ -560,9 +569,16 @@ section.panel h2 { font-size: 13px; margin: 0 0 8px; text-transform: uppercase; 
     return JSON.stringify(sound);
   }
 
+  // The app: the topic, or for channel requests and broadcasts the bundle in the path.
+  function appOf(record) {
+    if (record.topic) return record.topic;
+    const match = /\/apps\/([^/?]+)/.exec((record.headers || {})[":path"] || "");
+    return match ? match[1] : "no topic";
+  }
+
   function lineOne(record, label) {
     const line = el("div", "line1");
-    const topic = record.topic || "no topic";
+    const topic = appOf(record);
     line.append(el("span", "icon", topic.replace(/^.*\./, "").slice(0, 1).toUpperCase() || "?"), el("span", "app", label || topic),
       el("span", "time", time(record.receivedAt)));
     return line;
@@ -575,7 +591,7 @@ section.panel h2 { font-size: 13px; margin: 0 0 8px; text-transform: uppercase; 
       chips.append(badge);
     }
     if (record.injected) chips.append(chip("fault", "injected"));
-    chips.append(chip(shortToken(record.token)));
+    if (record.kind !== "broadcast" && record.kind !== "channel") chips.append(chip(shortToken(record.token)));
     chips.append(chip(record.environment));
   }
 
@@ -619,11 +635,11 @@ section.panel h2 { font-size: 13px; margin: 0 0 8px; text-transform: uppercase; 
       if (parts.title || parts.body) node.append(el("div", "body", [parts.title, parts.body].filter(Boolean).join(" — ")));
     } else if (kind === "channel") {
       node.className = "record quiet channel";
-      node.append(lineOne(record, (record.topic || "") + " · channel " + (record.operation || "")));
+      node.append(lineOne(record, appOf(record) + " · channel " + (record.operation || "")));
       node.append(el("div", "body", "channel " + (record.operation || "request") + (record.channelId ? " · " + record.channelId : "") +
         (record.requestId ? " · apns-request-id " + record.requestId : "")));
     } else if (kind === "broadcast") {
-      node.append(lineOne(record, "Broadcast · " + (record.channelId || "no channel")));
+      node.append(lineOne(record, appOf(record) + " · broadcast"));
       const parts = alertParts(a.alert);
       if (parts.title) node.append(el("div", "title", parts.title));
       if (parts.body) node.append(el("div", "body", parts.body));
