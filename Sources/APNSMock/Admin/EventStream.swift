@@ -16,6 +16,14 @@ import Synchronization
 final class EventStreams: Sendable {
     /// Records waiting to be written per stream; more are skipped (and reported).
     static let bufferSize = 1024
+
+    /// A stream with `maxRate` writes at most a hundredth of it per 10 ms turn, so it buffers
+    /// little more than that (at least 64, for bursts): under load the dispatcher then counts the
+    /// surplus as skipped instead of copying records the writer would drop.
+    static func bufferSize(maxRate: Int?) -> Int {
+        guard let maxRate else { return bufferSize }
+        return min(bufferSize, max(64, maxRate / 100))
+    }
     /// Streams open at once; one more gets 503.
     static let maximumStreams = 64
     /// A comment line is sent after this long without an event, so that proxies and browsers keep
@@ -97,7 +105,7 @@ struct EventStreamWriter: Sendable {
     let request: EventStreamRequest
 
     func run(_ writer: inout any ResponseBodyWriter) async throws {
-        let subscription = Subscription(filter: request.filter, mode: .buffer(EventStreams.bufferSize))
+        let subscription = Subscription(filter: request.filter, mode: .buffer(EventStreams.bufferSize(maxRate: request.maxRate)))
         let since = request.resumeAfter ?? records.lastSeq
         let threshold = records.subscribe(subscription, after: since)
         defer { records.unsubscribe(subscription) }

@@ -263,6 +263,7 @@ final class RecordStore: Sendable {
         while true {
             subscriptions.beginRound()
             var dispatched = subscriptions.dispatchedThrough
+            let startedAt = dispatched
             var batch: [RawRecord] = []
             batch.reserveCapacity(Self.dispatchBatch)
             scanning: while true {
@@ -290,12 +291,21 @@ final class RecordStore: Sendable {
                 batch.removeAll(keepingCapacity: true)
                 if stoppedAtGap { break scanning }
             }
+            let handedAny = dispatched > startedAt
+            if handedAny {
+                // Records keep coming under load: let them gather for a moment, so that a round
+                // takes hundreds of them, instead of waking the dispatcher for every one.
+                try? await Task.sleep(for: Self.roundInterval)
+            }
             guard await subscriptions.sleepUntilRecords() else { return }
         }
     }
 
     /// Records read per dispatch round before they are handed out under the subscriptions' lock.
     static let dispatchBatch = 1024
+    /// The dispatcher's pause after a round that found records: the most it delays a record, and
+    /// what bounds its wake-ups under load (at most ~500 rounds a second).
+    static let roundInterval: Duration = .milliseconds(2)
 }
 
 /// One party waiting for records: a `/v1/notifications/wait` request (``Mode/collect(_:)``) or an
@@ -458,9 +468,12 @@ private final class Subscriptions: Sendable {
     var dispatchedThrough: UInt64 { state.withLock { $0.dispatchedThrough } }
     var counts: (checked: Int, handed: Int) { state.withLock { ($0.checked, $0.handed) } }
 
-    /// From a writer: records arrived. Wakes the dispatcher unless a wake is already pending.
+    /// From a writer: records arrived. Wakes the dispatcher unless a wake is already pending; while
+    /// one is (the dispatcher is busy or pausing between rounds), a writer only loads the flag.
     func recordsArrived() {
-        guard !pending.exchange(true, ordering: .sequentiallyConsistent) else { return }
+        guard !pending.load(ordering: .sequentiallyConsistent),
+              !pending.exchange(true, ordering: .sequentiallyConsistent)
+        else { return }
         sleeping.withLock { $0.take() }?.resume(returning: true)
     }
 
