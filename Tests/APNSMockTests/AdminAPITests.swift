@@ -195,11 +195,13 @@ struct AdminAPITests {
 
     @Test func waitAnswersWhenThePushArrives() async throws {
         try await MockHarness.withRunningMock { mock in
-            async let waited = mock.admin.wait(RecordQuery(token: Self.token), count: 2, timeout: 20)
+            // A generous timeout: the three curl pushes below take 20 s and more when the whole suite
+            // runs at once on two cores; the waiters answer as soon as their records are there.
+            async let waited = mock.admin.wait(RecordQuery(token: Self.token), count: 2, timeout: 90)
             // Several waiters at once, each woken by the append.
             async let others = withThrowingTaskGroup(of: Int.self) { group in
                 for _ in 0..<5 {
-                    group.addTask { try await mock.admin.wait(RecordQuery(), count: 1, timeout: 20).page.notifications.count }
+                    group.addTask { try await mock.admin.wait(RecordQuery(), count: 1, timeout: 90).page.notifications.count }
                 }
                 return try await group.reduce(0, +)
             }
