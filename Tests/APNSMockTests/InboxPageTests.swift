@@ -56,4 +56,28 @@ struct InboxPageTests {
         }
         #expect(FileManager.default.fileExists(atPath: screenshots + "/inbox.png"))
     }
+
+    /// With `admin.token` the page asks for the token (a wrong one is refused) and then shows
+    /// pushes as without it.
+    @Test func pageAsksForTheAdminToken() async throws {
+        let python = Self.repository.appendingPathComponent(".venv-browser/bin/python").path
+        let script = Self.repository.appendingPathComponent("scripts/browser/inbox_check.py").path
+        try #require(FileManager.default.isExecutableFile(atPath: python), "selenium's venv is missing: run scripts/setup")
+        try await MockHarness.withRunningMock(configure: { $0.admin.token = "s3cret" }) { mock in
+            let output = try await ExternalTool.run(python, [
+                script, "--admin", mock.adminURL, "--apns", mock.baseURL, "--ca", mock.caPath,
+                "--channels", "https://localhost:\(mock.channelManagementPort(.sandbox))",
+                "--authorization", try #require(Curl.demoAuthorization),
+                "--screenshots", Self.repository.appendingPathComponent(".build/inbox-screenshots").path,
+                "--admin-token", "s3cret",
+            ], timeout: 90)
+            let report = try #require(
+                try? JSONDecoder().decode(Report.self, from: output.stdout),
+                "inbox_check.py exited \(output.exitCode): \(output.text.suffix(2000)) \(output.stderr.suffix(2000))")
+            #expect(report.checks.count == 5, "\(report.checks.map(\.name))")
+            for check in report.checks {
+                #expect(check.ok, "\(check.name): \(check.detail)")
+            }
+        }
+    }
 }

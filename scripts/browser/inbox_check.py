@@ -96,6 +96,7 @@ def main():
     parser.add_argument("--ca", required=True)
     parser.add_argument("--authorization", required=True)
     parser.add_argument("--screenshots", required=True)
+    parser.add_argument("--admin-token", help="the mock's admin.token: check only the page's token prompt")
     args = parser.parse_args()
     os.makedirs(args.screenshots, exist_ok=True)
 
@@ -109,11 +110,17 @@ def main():
     driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
     driver.set_page_load_timeout(20)
     try:
-        run(driver, args)
+        if args.admin_token:
+            run_with_token(driver, args)
+        else:
+            run(driver, args)
     finally:
         console = driver.get_log("browser")
         driver.quit()
     severe = [entry for entry in console if entry.get("level") == "SEVERE"]
+    if args.admin_token:
+        # The requests made before the token was given are refused, and Chromium logs each 401.
+        severe = [entry for entry in severe if "status of 401" not in entry.get("message", "")]
     check("the page logs no console errors", not severe, json.dumps(severe)[:1500])
     print(json.dumps({"checks": checks, "console": console}))
 
@@ -294,6 +301,27 @@ def run(driver, args):
     errors = driver.execute_script("return window.__errors")
     check("the page's script threw nothing", not errors, errors)
     driver.save_screenshot(os.path.join(args.screenshots, "inbox-end.png"))
+
+
+def run_with_token(driver, args):
+    """With admin.token set: the page asks for the token, then works with it."""
+    driver.get(args.admin + "/")
+    bar, _ = wait_for(driver, 5, lambda d: d.find_element(By.ID, "token-bar").is_displayed())
+    check("without the token the page asks for it", bar, driver.find_element(By.ID, "stream-status").text)
+    driver.find_element(By.ID, "token-input").send_keys("not-the-token")
+    driver.find_element(By.ID, "token-save").click()
+    refused, _ = wait_for(driver, 5, lambda d: d.find_element(By.ID, "token-bar").is_displayed()
+                          and "refused" in d.find_element(By.ID, "token-message").text)
+    check("a wrong token is refused", refused, driver.find_element(By.ID, "token-message").text)
+    field = driver.find_element(By.ID, "token-input")
+    field.clear()
+    field.send_keys(args.admin_token)
+    driver.find_element(By.ID, "token-save").click()
+    live, _ = wait_for(driver, 5, lambda d: d.find_element(By.ID, "stream-status").text == "live")
+    check("with the token the stream is live", live, driver.find_element(By.ID, "stream-status").text)
+    code, body = push(args, TOKEN_A, {"aps": {"alert": {"title": "Behind a token", "body": "still shown"}}})
+    banner, _ = wait_for(driver, 2, lambda d: record_with(d, ".record.banner", "Behind a token"))
+    check("a push shows up behind the token", banner and code == 200, f"{code} {body}")
 
 
 if __name__ == "__main__":
