@@ -96,7 +96,7 @@ struct AdminLoadTests {
             // The waiters still work: the first one's token gets a push and its waiter answers.
             let first = String(format: "%064x", 1)
             _ = try await Curl.send(url: "\(mock.baseURL)/3/device/\(first)", caPath: mock.caPath)
-            let answer = String(decoding: await waiters[0].waitUntil(timeout: .seconds(10)) { bytes in
+            let answer = String(decoding: await waiters[0].waitUntil(timeout: .seconds(60)) { bytes in
                 String(decoding: bytes, as: UTF8.self).contains("\"notifications\"")
             }, as: UTF8.self)
             #expect(answer.hasPrefix("HTTP/1.1 200"))
@@ -147,10 +147,10 @@ struct AdminLoadTests {
                 let skipped = events.filter { $0.event == "skipped" }.compactMap { EventStreamTests.skippedCount($0) }.reduce(0, +)
                 return events.filter { $0.event == "message" }.count + skipped
             }
-            _ = await stalled.waitUntil(timeout: .seconds(30)) { accounted($0) >= 30000 }
+            _ = await stalled.waitUntil(timeout: .seconds(60)) { accounted($0) >= 30000 }
             // Once it has caught up, the stream goes on with the next record.
             _ = try await EventStreamTests.push(mock, token: EventStreamTests.otherToken)
-            let received = await stalled.waitUntil(timeout: .seconds(10)) { accounted($0) >= 30001 }
+            let received = await stalled.waitUntil(timeout: .seconds(60)) { accounted($0) >= 30001 }
             await stalled.close()
             let events = SSEEvent.parse(http: received).events
             let delivered = events.filter { $0.event == "message" }

@@ -73,8 +73,9 @@ struct EventStreamTests {
         try await Curl.send(url: "\(mock.baseURL)/3/device/\(token)", caPath: mock.caPath, headers: headers, body: Data(body.utf8))
     }
 
-    /// Reads `/v1/events` with curl until the stream ends (give a `limit`) or `maxTime` passes.
-    static func stream(_ mock: RunningMock, _ query: String, headers: [String] = [], maxTime: Int = 15) async throws -> [SSEEvent] {
+    /// Reads `/v1/events` with curl until the stream ends (give a `limit`) or `maxTime` passes (generous:
+    /// with the whole suite running, the pushes a stream waits for can take tens of seconds).
+    static func stream(_ mock: RunningMock, _ query: String, headers: [String] = [], maxTime: Int = 90) async throws -> [SSEEvent] {
         var arguments = ["-sN", "--max-time", String(maxTime)]
         for header in headers { arguments += ["-H", header] }
         arguments.append("\(mock.adminURL)/v1/events?\(query)")
@@ -96,7 +97,7 @@ struct EventStreamTests {
         let client = try await RawClient.connect(port: mock.adminPort, security: .plaintext)
         let extra = headers.map { $0 + "\r\n" }.joined()
         try await client.send(Array("GET /v1/events?\(query) HTTP/1.1\r\nHost: 127.0.0.1\r\n\(extra)\r\n".utf8))
-        _ = await client.waitUntil { String(decoding: $0, as: UTF8.self).contains("apns-mock events") }
+        _ = await client.waitUntil(timeout: .seconds(30)) { String(decoding: $0, as: UTF8.self).contains("apns-mock events") }
         return client
     }
 
@@ -147,7 +148,7 @@ struct EventStreamTests {
             // Without either: only what is stored from now on.
             let live = try await Self.subscribe(mock, "limit=1")
             _ = try await Self.push(mock, token: Self.otherToken)
-            let received = await live.waitUntil { SSEEvent.parse(http: $0).events.count == 1 }
+            let received = await live.waitUntil(timeout: .seconds(60)) { SSEEvent.parse(http: $0).events.count == 1 }
             let events = SSEEvent.parse(http: received).events
             #expect(events.map(\.id) == ["4"])
             #expect(events.first?.record?.token == Self.otherToken)
@@ -163,8 +164,14 @@ struct EventStreamTests {
     @Test func maxRateSkipsWhatIsOverTheRate() async throws {
         try await MockHarness.withRunningMock { mock in
             for _ in 0..<5 { _ = try await Self.push(mock) }
-            // A replay of five records at one a second: the first goes, the rest are skipped.
-            let events = try await Self.stream(mock, "since=0&maxRate=1", maxTime: 2)
+            // A replay of five records at one a second: the first goes, the rest are skipped, and
+            // the skip is reported at once.
+            let client = try await Self.subscribe(mock, "since=0&maxRate=1")
+            let received = await client.waitUntil(timeout: .seconds(30)) { bytes in
+                SSEEvent.parse(http: bytes).events.contains { $0.event == "skipped" }
+            }
+            await client.close()
+            let events = SSEEvent.parse(http: received).events
             #expect(events.filter { $0.event == "message" }.map(\.id) == ["1"])
             #expect(events.filter { $0.event == "skipped" }.compactMap { Self.skippedCount($0) }.reduce(0, +) == 4)
         }
