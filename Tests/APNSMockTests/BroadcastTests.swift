@@ -90,6 +90,7 @@ struct BroadcastTests {
             #expect(channelRecords.map(\.operation) == ["create", "read", "list", "delete", "read"])
             #expect(channelRecords.map(\.status) == [201, 200, 200, 204, 400])
             #expect(channelRecords.first?.channelId == channel)
+            #expect(channelRecords.allSatisfy { $0.lint.isEmpty })  // a create body is not a payload
             #expect(channelRecords.first?.requestId == created.headers["apns-request-id"])
             let broadcasts = try await mock.admin.notifications(RecordQuery(kind: .broadcast, channelId: channel)).notifications
             let record = try #require(broadcasts.first)

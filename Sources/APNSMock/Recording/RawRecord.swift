@@ -180,7 +180,8 @@ struct RawRecord: Sendable {
     /// Builds the public record: the expensive parts happen here, at query time.
     func render(validator: Validator) -> NotificationRecord {
         let request = self.request
-        var lint = interpreted?.lint ?? validator.lint(request)
+        // A channel-management body is not a notification payload: no payload lint for it.
+        var lint = interpreted?.lint ?? (kind == .channel ? [] : validator.lint(request))
         if let finding = LintFinding.issuedAtForm(auth.iatForm) {
             lint.append(finding)
         }
