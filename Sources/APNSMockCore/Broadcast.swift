@@ -201,7 +201,7 @@ public enum BroadcastPath: Sendable, Equatable {
     /// Whether `:path` starts like a broadcast send, `/4/broadcasts/`: such requests go to the
     /// broadcast API (which answers BadPath for the rest of a wrong path).
     public static func isBroadcast(_ path: String) -> Bool {
-        path.utf8.starts(with: "/4/broadcasts/".utf8)
+        path.withUTF8Bytes { $0.hasPrefix("/4/broadcasts/") }
     }
 }
 

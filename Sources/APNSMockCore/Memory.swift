@@ -36,7 +36,7 @@ extension StringProtocol {
 }
 
 /// Whether `count` bytes at `a` and `b` are equal (`a` may be `nil` only when `count` is 0).
-@inline(__always)
+@inlinable @inline(__always)
 public func memoryEqual(_ a: UnsafePointer<UInt8>?, _ b: UnsafePointer<UInt8>, _ count: Int) -> Bool {
     guard let a else { return count == 0 }
     // Header names and most values compared here are short: two overlapping word loads cover
@@ -67,6 +67,7 @@ extension Array where Element == UInt8 {
     /// Byte equality through ``memoryEqual`` (memcmp for long runs); `==` on `[UInt8]` compares
     /// element by element. The per-connection memos compare every request's payload with the
     /// previous one's this way.
+    @inlinable
     public func hasSameBytes(as other: [UInt8]) -> Bool {
         withUnsafeBufferPointer { mine in
             other.withUnsafeBufferPointer { theirs in
@@ -88,7 +89,7 @@ extension UnsafeBufferPointer<UInt8> {
 
 extension UnsafeRawBufferPointer {
     /// Whether the bytes are exactly `text`'s.
-    @inline(__always)
+    @inlinable @inline(__always)
     public func hasSameBytes(as text: StaticString) -> Bool {
         count == text.utf8CodeUnitCount
             && memoryEqual(baseAddress?.assumingMemoryBound(to: UInt8.self), text.utf8Start, count)
@@ -111,6 +112,7 @@ extension UnsafeBufferPointer<UInt8> {
 
 extension String {
     /// Whether the string's UTF-8 is exactly `bytes`.
+    @inlinable
     public func hasSameBytes(as bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         utf8.withContiguousStorageIfAvailable { stored in
             stored.count == bytes.count && memoryEqual(bytes.baseAddress, stored.baseAddress!, stored.count)

@@ -93,6 +93,12 @@ public enum Decision: Sendable, Equatable {
         return false
     }
 
+    /// The accepted push's type, without copying the push.
+    public var acceptedPushType: PushType? {
+        if case .accepted(let push) = self { return push.pushType }
+        return nil
+    }
+
     /// The accepted push, if the request was accepted.
     public var acceptedPush: AcceptedPush? {
         if case .accepted(let push) = self { return push }

@@ -37,7 +37,7 @@ struct DeviceAPI: Sendable {
             environment: environment, allowedTopics: auth.allowedTopics, certificateTopic: auth.certificateTopic,
             authenticationFailure: auth.failure, devices: state.devices.refreshed(from: devices))
         var decision = validator.validate(request, context: requestContext, memo: &state.memo)
-        if case .accepted(var push) = decision, push.pushType == .liveactivity,
+        if decision.acceptedPushType == .liveactivity, case .accepted(var push) = decision,
            let bundleID = push.pushType.bundleID(inTopic: push.topic) {
             // A Live Activity that subscribes to a channel (`input-push-channel`) needs the channel
             // to exist for the app in this environment: a finding that needs the registry.
