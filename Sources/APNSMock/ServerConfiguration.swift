@@ -14,8 +14,20 @@ public struct ServerConfiguration: Sendable {
     public var http2 = HTTP2Settings()
     /// A connection with no traffic for this long gets GOAWAY `{"reason":"IdleTimeout"}`.
     public var idleTimeout: TimeAmount = .seconds(3600)
-    /// A connection that has not completed its TLS handshake by then is closed.
+    /// A connection that has not completed its TLS handshake and sent the HTTP/2 preface by then
+    /// is closed.
     public var handshakeTimeout: TimeAmount = .seconds(10)
+    /// A request whose HEADERS and body have not all arrived this long after its HEADERS began
+    /// ends its connection (GOAWAY `{"reason":"IdleTimeout"}`, then close): a stuck upload.
+    public var requestTimeout: TimeAmount = .seconds(10)
+    /// A stream whose response the client has not taken this long after it was answered (a zero
+    /// flow-control window, a client that stops reading) ends its connection the same way.
+    /// Streams flagged ``HTTP2Stream/exemptFromTimeouts`` (answers deliberately held back) are
+    /// not timed.
+    public var responseTimeout: TimeAmount = .seconds(30)
+    /// Connections open at once on the APNs listener; past it a new connection is closed at
+    /// once (RST) and the refusal logged (docs/architecture.md, "Limits and defences").
+    public var maxConnections = Configuration.Server.defaultMaxConnections
     /// In-flight requests get this long to finish after SIGTERM before connections are cut.
     public var shutdownGracePeriod: TimeAmount = .seconds(10)
     public var certificatePath: String = "certs/server.pem"
@@ -70,6 +82,14 @@ public struct ServerConfiguration: Sendable {
         faults = file.faults
         admin = AdminSettings(host: file.admin.host, port: file.admin.port, token: file.admin.token)
         broadcast = file.broadcast
+        maxConnections = file.server.maxConnections ?? Configuration.Server.defaultMaxConnections
+        requestTimeout = .seconds(Int64(file.server.requestTimeout))
+        responseTimeout = .seconds(Int64(file.server.responseTimeout))
+        handshakeTimeout = .seconds(Int64(file.server.handshakeTimeout))
+        admin.maxConnections = file.admin.maxConnections ?? Configuration.Admin.defaultMaxConnections
+        admin.requestTimeout = .seconds(Int64(file.admin.requestTimeout))
+        admin.responseTimeout = .seconds(Int64(file.admin.responseTimeout))
+        admin.idleTimeout = .seconds(Int64(file.admin.idleTimeout))
     }
 }
 
@@ -80,6 +100,14 @@ public struct AdminSettings: Sendable {
     public var port: Int = 2198
     /// When set, every admin request needs `Authorization: Bearer <token>`.
     public var token: String?
+    /// Connections open at once; past it a new connection is closed at once (RST).
+    public var maxConnections = Configuration.Admin.defaultMaxConnections
+    /// A request (head and body) must arrive within this, counted from its first byte.
+    public var requestTimeout: TimeAmount = .seconds(10)
+    /// A response must be written out within this (a client that does not read it is cut off).
+    public var responseTimeout: TimeAmount = .seconds(30)
+    /// A connection with no request in progress is closed after this.
+    public var idleTimeout: TimeAmount = .seconds(60)
 
     public init(host: String = "127.0.0.1", port: Int = 2198, token: String? = nil) {
         self.host = host

@@ -27,6 +27,18 @@ public struct Configuration: Sendable, Equatable {
         /// After a rejected request, lower the connection's MAX_CONCURRENT_STREAMS to 1 until a
         /// request is accepted again, as production APNs was seen to do. Off by default.
         public var shrinkStreamsAfterRejection = false
+        /// Connections open at once; past it new ones are closed at once (RST). `nil`: the default,
+        /// ``defaultMaxConnections``, lowered at start-up to what the descriptor limit allows.
+        public var maxConnections: Int?
+        /// Seconds a request's HEADERS and body may take to arrive before the connection is ended.
+        public var requestTimeout = 10
+        /// Seconds an answered stream may wait for the client to take its response (flow-control
+        /// window) before the connection is ended.
+        public var responseTimeout = 30
+        /// Seconds a new connection gets to finish its TLS handshake and send the HTTP/2 preface.
+        public var handshakeTimeout = 10
+
+        public static let defaultMaxConnections = 10_000
 
         public init() {}
     }
@@ -37,6 +49,17 @@ public struct Configuration: Sendable, Equatable {
         public var port = 2198
         /// When set, every admin request needs `Authorization: Bearer <token>`.
         public var token: String?
+        /// Connections open at once; past it new ones are closed at once (RST). `nil`: the default,
+        /// ``defaultMaxConnections``, lowered at start-up to what the descriptor limit allows.
+        public var maxConnections: Int?
+        /// Seconds a request's head and body may take to arrive, from its first byte.
+        public var requestTimeout = 10
+        /// Seconds a response may take to be written out to a client that does not read it.
+        public var responseTimeout = 30
+        /// Seconds a connection may stay open between requests.
+        public var idleTimeout = 60
+
+        public static let defaultMaxConnections = 256
 
         public init() {}
     }
@@ -355,6 +378,7 @@ extension Configuration {
         let fields = try field.mapping(allowing: [
             "host", "port", "maxConcurrentStreams", "idleTimeout", "streamsBeforeAuthentication", "tokenUpdateInterval",
             "shrinkStreamsAfterRejection",
+            "maxConnections", "requestTimeout", "responseTimeout", "handshakeTimeout",
         ])
         var server = Server()
         if let host = fields.optional("host") { server.host = try host.nonEmptyString() }
@@ -375,11 +399,22 @@ extension Configuration {
         if let interval = fields.optional("tokenUpdateInterval") {
             server.tokenUpdateInterval = try interval.integer(in: 0...Int(Int32.max))
         }
+        if let limit = fields.optional("maxConnections") { server.maxConnections = try limit.integer(in: connectionRange) }
+        if let timeout = fields.optional("requestTimeout") { server.requestTimeout = try timeout.integer(in: timeoutRange) }
+        if let timeout = fields.optional("responseTimeout") { server.responseTimeout = try timeout.integer(in: timeoutRange) }
+        if let timeout = fields.optional("handshakeTimeout") { server.handshakeTimeout = try timeout.integer(in: timeoutRange) }
         return server
     }
 
+    /// A connection limit: at least one, at most what any process may hold open.
+    private static let connectionRange = 1...1_048_576
+    /// Seconds for the defensive timeouts: at least one (they cannot be switched off), at most a day.
+    private static let timeoutRange = 1...86_400
+
     private static func decodeAdmin<N>(_ field: Field<N>, server: Server) throws(ConfigurationError) -> Admin {
-        let fields = try field.mapping(allowing: ["host", "port", "token"])
+        let fields = try field.mapping(allowing: [
+            "host", "port", "token", "maxConnections", "requestTimeout", "responseTimeout", "idleTimeout",
+        ])
         var admin = Admin()
         if let host = fields.optional("host") { admin.host = try host.nonEmptyString() }
         if let port = fields.optional("port") {
@@ -389,6 +424,10 @@ extension Configuration {
             }
         }
         if let token = fields.optional("token") { admin.token = try token.nonEmptyString() }
+        if let limit = fields.optional("maxConnections") { admin.maxConnections = try limit.integer(in: connectionRange) }
+        if let timeout = fields.optional("requestTimeout") { admin.requestTimeout = try timeout.integer(in: timeoutRange) }
+        if let timeout = fields.optional("responseTimeout") { admin.responseTimeout = try timeout.integer(in: timeoutRange) }
+        if let timeout = fields.optional("idleTimeout") { admin.idleTimeout = try timeout.integer(in: timeoutRange) }
         return admin
     }
 

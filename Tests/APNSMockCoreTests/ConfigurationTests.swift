@@ -51,6 +51,11 @@ private func fixture(_ name: String) throws -> String {
     #expect(configuration.admin.token == "s3cret")
     #expect(configuration.server.streamsBeforeAuthentication == 1)
     #expect(configuration.server.tokenUpdateInterval == 1200)
+    #expect(configuration.server.maxConnections == 2000)
+    #expect(configuration.server.requestTimeout == 10 && configuration.server.responseTimeout == 30)
+    #expect(configuration.server.handshakeTimeout == 10)
+    #expect(configuration.admin.maxConnections == 256 && configuration.admin.idleTimeout == 60)
+    #expect(configuration.admin.requestTimeout == 10 && configuration.admin.responseTimeout == 30)
     #expect(configuration.teams.map(\.teamId) == ["DEMOTEAM01", "OTHERTEAM1"])
     #expect(configuration.teams[0].keys[1] == Configuration.Key(
         keyId: "SANDBOXK01", path: "certs/AuthKey_SANDBOXK01.p8", environment: .sandbox, topics: ["com.example.other"]))
@@ -136,6 +141,14 @@ let configurationErrorRows: [ConfigurationErrorRow] = [
     ConfigurationErrorRow("server.maxConcurrentStreams", .invalidValue, "server: { maxConcurrentStreams: 0 }"),
     ConfigurationErrorRow("server.streamsBeforeAuthentication", .invalidValue, "server: { streamsBeforeAuthentication: 0 }"),
     ConfigurationErrorRow("server.tokenUpdateInterval", .invalidValue, "server: { tokenUpdateInterval: -1 }"),
+    ConfigurationErrorRow("server.maxConnections", .invalidValue, "server: { maxConnections: 0 }"),
+    ConfigurationErrorRow("server.maxConnections", .invalidValue, "server: { maxConnections: 99999999999999999 }"),
+    ConfigurationErrorRow("server.requestTimeout", .invalidValue, "server: { requestTimeout: 0 }"),
+    ConfigurationErrorRow("server.responseTimeout", .invalidValue, "server: { responseTimeout: 86401 }"),
+    ConfigurationErrorRow("server.handshakeTimeout", .wrongType, "server: { handshakeTimeout: soon }"),
+    ConfigurationErrorRow("admin.maxConnections", .invalidValue, "admin: { maxConnections: -5 }"),
+    ConfigurationErrorRow("admin.idleTimeout", .invalidValue, "admin: { idleTimeout: 0 }"),
+    ConfigurationErrorRow("admin.requestTimeout", .invalidValue, "admin: { requestTimeout: 1e9 }"),
     ConfigurationErrorRow("admin.port", .contradiction, "admin: { port: 2197 }"),
     ConfigurationErrorRow("admin.token", .invalidValue, "admin: { token: '' }"),
     ConfigurationErrorRow("tls.key", .unknownField, "tls: { key: x.pem }"),
