@@ -100,6 +100,7 @@ extension APNSMockServer {
         quiesce: ServerQuiescingHelper, configuration: ServerConfiguration, logger: Logger
     ) async throws -> Channel {
         let connections = router.state.connections
+        let timeouts = ConnectionTimeouts(configuration)
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 512)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -119,8 +120,7 @@ extension APNSMockServer {
                         id: id, tlsContext: tlsContext, settings: configuration.http2,
                         router: router, logger: connectionLogger)
                     let handler = APNSChannelHandler(
-                        connection: connection, idleTimeout: configuration.idleTimeout,
-                        handshakeTimeout: configuration.handshakeTimeout, logger: connectionLogger,
+                        connection: connection, timeouts: timeouts, logger: connectionLogger,
                         onClose: { connections.closed() })
                     try channel.pipeline.syncOperations.addHandler(handler)
                 }

@@ -19,26 +19,27 @@ final class APNSChannelHandler: ChannelDuplexHandler {
     typealias OutboundOut = ByteBuffer
 
     private let connection: APNSConnection
-    private let idleTimeout: TimeAmount
-    private let handshakeTimeout: TimeAmount
+    private let timeouts: ConnectionTimeouts
     private let logger: Logger
     private var readHeldBack = false
     private var closing = false
-    private var idleCheck: Scheduled<Void>?
-    private var handshakeCheck: Scheduled<Void>?
+    /// The connection's one timer: the handshake deadline first, then the housekeeping check
+    /// (idle timeout, stuck streams). Never more than one is scheduled.
+    private var check: Scheduled<Void>?
+    private var checkDeadline = NIODeadline.distantFuture
     private var lastActivity = NIODeadline.now()
+    private var handshakeDeadline = NIODeadline.distantFuture
     private let onClose: (@Sendable () -> Void)?
 
     /// Output produced per turn before checking writability again.
     private static let outputBudget = 64 * 1024
+    /// How long a connection being closed gets to flush its last frames (a GOAWAY, a TLS alert)
+    /// before it is closed anyway: a client that does not read must not keep it open.
+    static let closeGrace: TimeAmount = .seconds(2)
 
-    init(
-        connection: APNSConnection, idleTimeout: TimeAmount, handshakeTimeout: TimeAmount,
-        logger: Logger, onClose: (@Sendable () -> Void)? = nil
-    ) {
+    init(connection: APNSConnection, timeouts: ConnectionTimeouts, logger: Logger, onClose: (@Sendable () -> Void)? = nil) {
         self.connection = connection
-        self.idleTimeout = idleTimeout
-        self.handshakeTimeout = handshakeTimeout
+        self.timeouts = timeouts
         self.logger = logger
         self.onClose = onClose
     }
@@ -57,34 +58,33 @@ final class APNSChannelHandler: ChannelDuplexHandler {
                 handler.writeOutput(context: context)
             }
         }
-        handshakeCheck = context.eventLoop.scheduleTask(in: handshakeTimeout) {
-            let (handler, context) = loopBound.value
-            if !handler.connection.isHandshakeComplete {
-                handler.logger.info("closing a connection that did not complete the TLS handshake in time")
-                handler.close(context: context)
-            }
-        }
-        scheduleIdleCheck(context: context, after: idleTimeout)
+        handshakeDeadline = .now() + timeouts.handshake
+        scheduleCheck(context: context, at: min(handshakeDeadline, lastActivity + timeouts.idle))
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
         connection.schedule = nil
-        idleCheck?.cancel()
-        handshakeCheck?.cancel()
+        check?.cancel()
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        idleCheck?.cancel()
-        handshakeCheck?.cancel()
+        check?.cancel()
+        closing = true
         onClose?()
         context.fireChannelInactive()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let buffer = unwrapInboundIn(data)
-        lastActivity = .now()
+        let now = NIODeadline.now()
+        lastActivity = now
         connection.receive(buffer)
         writeOutput(context: context)
+        // A stream left open (waiting for its body, its answer or the client's window) is looked
+        // at within one check interval; the idle deadline alone may be an hour away.
+        if connection.openStreamCount > 0, checkDeadline > now + timeouts.checkInterval, connection.isReadyForRequests {
+            scheduleCheck(context: context, at: now + timeouts.checkInterval)
+        }
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
@@ -161,39 +161,111 @@ final class APNSChannelHandler: ChannelDuplexHandler {
         }
     }
 
-    /// Closes once everything written so far has been flushed to the socket.
+    /// Closes once everything written so far has been flushed to the socket, or after
+    /// ``closeGrace`` if the client does not take it.
     private func close(context: ChannelHandlerContext) {
         guard !closing else { return }
         closing = true
+        check?.cancel()
         let channel = context.channel
         let promise = context.eventLoop.makePromise(of: Void.self)
         var buffer = channel.allocator.buffer(capacity: 0)
         connection.produceOutput(into: &buffer, budget: Self.outputBudget)
         context.writeAndFlush(wrapOutboundOut(buffer), promise: promise)
+        let forced = context.eventLoop.scheduleTask(in: Self.closeGrace) {
+            channel.close(promise: nil)
+        }
         promise.futureResult.whenComplete { _ in
+            forced.cancel()
             channel.close(promise: nil)
         }
     }
 
-    private func scheduleIdleCheck(context: ChannelHandlerContext, after delay: TimeAmount) {
+    /// Ends the connection for a timeout: GOAWAY `{"reason":"IdleTimeout"}` when HTTP/2 is up,
+    /// then close without waiting for in-flight streams (the stuck ones would never finish).
+    private func end(context: ChannelHandlerContext, _ message: Logger.Message) {
+        logger.info(message)
+        connection.beginGracefulClose(reason: .idleTimeout)
+        writeOutput(context: context)
+        close(context: context)
+    }
+
+    private func scheduleCheck(context: ChannelHandlerContext, at deadline: NIODeadline) {
+        check?.cancel()
+        checkDeadline = deadline
         let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        idleCheck = context.eventLoop.scheduleTask(in: delay) {
+        check = context.eventLoop.scheduleTask(deadline: deadline) {
             let (handler, context) = loopBound.value
-            handler.checkIdle(context: context)
+            handler.housekeeping(context: context)
         }
     }
 
-    private func checkIdle(context: ChannelHandlerContext) {
+    /// The connection's timer: the handshake deadline, stuck streams, the idle timeout. Always
+    /// schedules its next run at least a check interval ahead, so it never spins.
+    private func housekeeping(context: ChannelHandlerContext) {
         guard !closing else { return }
-        let idleFor = NIODeadline.now() - lastActivity
-        if idleFor >= idleTimeout, connection.openStreamCount == 0 {
+        let now = NIODeadline.now()
+        let ready = connection.isReadyForRequests
+        if !ready, now >= handshakeDeadline {
+            // Still in the TLS handshake, or waiting for the HTTP/2 preface, past handshakeTimeout.
+            end(context: context, "closing a connection that did not complete the TLS handshake and HTTP/2 preface in time")
+            return
+        }
+        let inspection = connection.inspectStreams(
+            now: now.uptimeNanoseconds, receiving: timeouts.request.nanosecondsUInt64,
+            answering: timeouts.response.nanosecondsUInt64)
+        if let phase = inspection.stuck {
+            end(
+                context: context,
+                phase == .receiving
+                    ? "closing a connection with a request that did not arrive within requestTimeout"
+                    : "closing a connection with a response the client did not take within responseTimeout")
+            return
+        }
+        let idleDeadline = lastActivity + timeouts.idle
+        if now >= idleDeadline, inspection.exempt == 0 {
             logger.debug("idle timeout")
             connection.beginGracefulClose(reason: .idleTimeout)
             writeOutput(context: context)
             // A client that does not answer the GOAWAY is not waited for.
             close(context: context)
-        } else {
-            scheduleIdleCheck(context: context, after: max(idleTimeout - idleFor, .milliseconds(10)))
+            return
         }
+        var next = ready ? idleDeadline : min(idleDeadline, handshakeDeadline)
+        if connection.openStreamCount > 0 || next <= now {
+            next = min(next, now + timeouts.checkInterval)
+            if next <= now { next = now + timeouts.checkInterval }
+        }
+        scheduleCheck(context: context, at: next)
     }
+}
+
+/// The timeouts of one APNs-listener connection (docs/architecture.md, "Limits and defences").
+struct ConnectionTimeouts: Sendable {
+    /// TLS handshake plus the client's HTTP/2 preface and SETTINGS.
+    var handshake: TimeAmount
+    /// No bytes from the client (and no answer held back on purpose) for this long.
+    var idle: TimeAmount
+    /// A request's HEADERS and body, from its first HEADERS frame.
+    var request: TimeAmount
+    /// A response the client does not take.
+    var response: TimeAmount
+
+    /// How often open streams are looked at: a quarter of the shorter stream timeout, between
+    /// 50 ms and 5 s. Busy connections pay one scan of their open streams per interval.
+    var checkInterval: TimeAmount {
+        let quarter = min(request, response).nanoseconds / 4
+        return .nanoseconds(Swift.min(Swift.max(quarter, 50_000_000), 5_000_000_000))
+    }
+
+    init(_ configuration: ServerConfiguration) {
+        handshake = configuration.handshakeTimeout
+        idle = configuration.idleTimeout
+        request = configuration.requestTimeout
+        response = configuration.responseTimeout
+    }
+}
+
+extension TimeAmount {
+    fileprivate var nanosecondsUInt64: UInt64 { UInt64(clamping: nanoseconds) }
 }

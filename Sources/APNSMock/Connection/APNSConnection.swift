@@ -86,6 +86,20 @@ final class APNSConnection {
         return 0
     }
 
+    /// True once TLS is up and the client's HTTP/2 preface and SETTINGS arrived.
+    var isReadyForRequests: Bool {
+        if case .open(let session) = state { return session.receivedPreface }
+        return false
+    }
+
+    /// The stuck-stream check: see ``StreamPool/inspect(now:receiving:answering:)``.
+    func inspectStreams(now: UInt64, receiving: UInt64, answering: UInt64) -> StreamPool.Inspection {
+        if case .open(let session) = state {
+            return session.inspectStreams(now: now, receiving: receiving, answering: answering)
+        }
+        return StreamPool.Inspection()
+    }
+
     // MARK: Input
 
     /// Processes ciphertext from the client. Responses it triggers are produced by
@@ -290,7 +304,9 @@ extension APNSConnection: HTTP2SessionDelegate {
             if let started { router.state.statistics.observeLatency(since: started) }
         } else {
             // The stream may be recycled for another stream before the timer fires; its id,
-            // unique within the connection, tells (``HTTP2Stream/awaitsAnswer(id:)``).
+            // unique within the connection, tells (``HTTP2Stream/awaitsAnswer(id:)``). Held back
+            // on purpose, it is not a stuck stream.
+            stream.exemptFromTimeouts = true
             schedule?(answer.delayMs) { [weak self] in
                 guard let self, case .open(let session) = self.state else { return }
                 self.carryOut(answer, session: session, stream: stream, id: streamID)

@@ -124,6 +124,14 @@ final class HTTP2Session {
     var wantsRead: Bool { nghttp2_session_want_read(session) != 0 }
     var wantsWrite: Bool { nghttp2_session_want_write(session) != 0 }
     var openStreamCount: Int { streams.openCount }
+    /// True once the client's preface and first SETTINGS frame arrived: the connection is ready
+    /// for requests (the handshake timer wants this within `handshakeTimeout`).
+    private(set) var receivedPreface = false
+
+    /// The stuck-stream check (see ``StreamPool/inspect(now:receiving:answering:)``).
+    func inspectStreams(now: UInt64, receiving: UInt64, answering: UInt64) -> StreamPool.Inspection {
+        streams.inspect(now: now, receiving: receiving, answering: answering)
+    }
 
     /// Announces the end of the connection: GOAWAY with `code` and `debugData`, naming the last
     /// stream received. Streams already received are still answered; nghttp2 stops wanting to
@@ -330,6 +338,10 @@ final class HTTP2Session {
         }
     }
 
+    fileprivate func receivedSettings() {
+        receivedPreface = true
+    }
+
     fileprivate func endOfStream(_ streamID: Int32) {
         withStream(streamID) { stream in
             guard stream.phase == .receiving else { return }
@@ -425,6 +437,8 @@ extension HTTP2Session {
             if endStream, type == UInt8(NGHTTP2_HEADERS.rawValue) || type == UInt8(NGHTTP2_DATA.rawValue) {
                 // The stream may already be gone (reset for oversized headers); endOfStream checks.
                 withOwner(userData) { $0.endOfStream(frame.pointee.hd.stream_id) }
+            } else if type == UInt8(NGHTTP2_SETTINGS.rawValue) {
+                withOwner(userData) { $0.receivedSettings() }
             }
             return 0
         }

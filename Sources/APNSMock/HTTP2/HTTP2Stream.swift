@@ -49,6 +49,17 @@ final class HTTP2Stream {
     /// Body being sent by the data provider, and how much of it has gone out.
     @exclusivity(unchecked) private(set) var responseBody: [UInt8] = []
     @exclusivity(unchecked) var responseOffset = 0
+    /// Set by whoever holds the stream's answer back on purpose (a fault's delay, a stream left
+    /// unanswered): while set, the connection's stuck-stream check does not time the stream, and
+    /// the connection is not ended for idleness. Cleared when the stream is answered, reset or
+    /// reused (docs/architecture.md, "Limits and defences").
+    @exclusivity(unchecked) var exemptFromTimeouts = false
+    /// What the stuck-stream check (``StreamPool/inspect(now:receiving:answering:)``) last saw of
+    /// this instance, and since when (uptime nanoseconds). Only that check reads or writes these,
+    /// every few seconds, so the request path pays nothing for it.
+    var watchedID: Int32 = 0
+    var watchedPhase = Phase.idle
+    var watchedSince: UInt64 = 0
 
     /// idle → receiving: binds a recycled instance to a new stream, keeping body capacity.
     func open(id: Int32) {
@@ -64,6 +75,7 @@ final class HTTP2Stream {
         isHeld = false
         responseBody.removeAll(keepingCapacity: true)
         responseOffset = 0
+        exemptFromTimeouts = false
     }
 
     /// receiving → dispatched: the request is complete.
@@ -78,12 +90,14 @@ final class HTTP2Stream {
         phase = .responding
         responseBody = body
         responseOffset = 0
+        exemptFromTimeouts = false
     }
 
     /// receiving, dispatched or responding → reset.
     func reset() {
         precondition(phase != .idle, "resetting an idle stream")
         phase = .reset
+        exemptFromTimeouts = false
     }
 
     /// Any → idle: the stream closed; its storage waits for reuse.
@@ -137,6 +151,41 @@ final class StreamPool {
         stream.open(id: id)
         openCount += 1
         return stream
+    }
+
+    /// What ``inspect(now:receiving:answering:)`` found.
+    struct Inspection: Equatable {
+        /// The phase of a stream that stayed in it past its limit, if any.
+        var stuck: HTTP2Stream.Phase?
+        /// Streams whose answer is held back on purpose (``HTTP2Stream/exemptFromTimeouts``).
+        var exempt = 0
+    }
+
+    /// The stuck-stream check, run by the connection's timer every few seconds, never per request:
+    /// a stream found in the same phase (under the same id) as at an earlier inspection for longer
+    /// than its limit — `receiving` for `receiving` nanoseconds, any later phase for `answering` —
+    /// is stuck. A stream is first timed at the first inspection that sees its phase, so it is
+    /// caught between its limit and its limit plus the inspection interval.
+    func inspect(now: UInt64, receiving: UInt64, answering: UInt64) -> Inspection {
+        var result = Inspection()
+        guard openCount > 0 else { return result }
+        for stream in streams where stream.phase != .idle {
+            if stream.exemptFromTimeouts {
+                result.exempt += 1
+                continue
+            }
+            if stream.watchedID != stream.id || stream.watchedPhase != stream.phase {
+                stream.watchedID = stream.id
+                stream.watchedPhase = stream.phase
+                stream.watchedSince = now
+                continue
+            }
+            let limit = stream.phase == .receiving ? receiving : answering
+            if now &- stream.watchedSince >= limit, result.stuck == nil {
+                result.stuck = stream.phase
+            }
+        }
+        return result
     }
 
     /// Returns a closed stream to the pool, or frees it past ``idleLimit`` so that a burst of
