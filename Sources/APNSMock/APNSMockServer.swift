@@ -94,18 +94,23 @@ extension APNSMockServer {
     /// Binds one TLS + HTTP/2 listener whose connections serve `router`'s APIs: the APNs listener,
     /// and any other listener of the same kind. Every connection is counted in the router's
     /// ``MockState``, gets the configured timeouts, and hears about graceful shutdown through
-    /// `quiesce`.
+    /// `quiesce`. The listener's defences (docs/architecture.md, "Limits and defences"): at most
+    /// `configuration.maxConnections` connections (more are closed at once with a reset and
+    /// logged), and a pause in accepting when `accept` fails for want of descriptors instead of
+    /// a busy retry.
     static func bindTLSListener(
         host: String, port: Int, router: APIRouter, tlsContext: TLSContext, group: MultiThreadedEventLoopGroup,
-        quiesce: ServerQuiescingHelper, configuration: ServerConfiguration, logger: Logger
+        quiesce: ServerQuiescingHelper, configuration: ServerConfiguration, logger: Logger, name: String = "apns"
     ) async throws -> Channel {
         let connections = router.state.connections
+        let limiter = ConnectionLimiter(listener: name, limit: configuration.maxConnections, logger: logger)
         let timeouts = ConnectionTimeouts(configuration)
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 512)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .serverChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(AcceptBackoff.makeHandler(listener: name, logger: logger))
                     try channel.pipeline.syncOperations.addHandler(quiesce.makeServerChannelHandler(channel: channel))
                 }
             }
@@ -113,15 +118,29 @@ extension APNSMockServer {
             .childChannelOption(.maxMessagesPerRead, value: 16)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    guard limiter.admit() else {
+                        try ConnectionLimiter.refuse(channel)
+                        return
+                    }
                     let id = connections.opened()
                     var connectionLogger = logger
                     connectionLogger[metadataKey: "connection"] = "\(id)"
-                    let connection = try APNSConnection(
-                        id: id, tlsContext: tlsContext, settings: configuration.http2,
-                        router: router, logger: connectionLogger)
+                    let connection: APNSConnection
+                    do {
+                        connection = try APNSConnection(
+                            id: id, tlsContext: tlsContext, settings: configuration.http2,
+                            router: router, logger: connectionLogger)
+                    } catch {
+                        connections.closed()
+                        limiter.release()
+                        throw error
+                    }
                     let handler = APNSChannelHandler(
                         connection: connection, timeouts: timeouts, logger: connectionLogger,
-                        onClose: { connections.closed() })
+                        onClose: {
+                            connections.closed()
+                            limiter.release()
+                        })
                     try channel.pipeline.syncOperations.addHandler(handler)
                 }
             }

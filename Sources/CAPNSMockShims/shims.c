@@ -1,5 +1,8 @@
 #include "CAPNSMockShims.h"
 #include <string.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <openssl/evp.h>
 #include <openssl/ec.h>
 
@@ -71,4 +74,12 @@ void CAPNSMockShims_SSL_CTX_request_client_certificate(SSL_CTX *ctx) {
 
 EVP_PKEY *CAPNSMockShims_EC_P256_generate(void) {
     return EVP_EC_gen("P-256");
+}
+
+int CAPNSMockShims_release_free_memory(void) {
+#if defined(__GLIBC__)
+    return malloc_trim(0);
+#else
+    return 0;
+#endif
 }

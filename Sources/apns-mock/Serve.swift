@@ -85,6 +85,15 @@ struct Serve: AsyncParsableCommand {
         if let threads { server.threads = threads }
         if let recordingCapacity { server.recordingCapacity = recordingCapacity }
         if let faultSeed { server.faultSeed = faultSeed }
+        do {
+            // The APNs listener's threads plus the admin listener's (one per core).
+            try DescriptorBudget.apply(
+                to: &server, file: file, threads: server.threads + System.coreCount, source: config ?? "configuration",
+                logger: logger)
+        } catch {
+            logger.error("\(error)")
+            throw ExitCode(2)
+        }
 
         let material = ConfigurationFile.material(for: file, directory: certs)
         do {

@@ -1,4 +1,5 @@
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import ServiceLifecycle
@@ -26,8 +27,18 @@ final class AdminServer: Sendable {
         let (ports, continuation) = AsyncThrowingStream.makeStream(of: Int.self)
         var adminLogger = logger
         adminLogger[metadataKey: "listener"] = "admin"
+        // The admin listener's defences (docs/architecture.md, "Limits and defences"): a connection
+        // limit and timeouts, around Hummingbird's HTTP/1.1 channel. Accept back-off is NIO's
+        // (Hummingbird binds through NIO's async bootstrap, which pauses accepting for a second
+        // when accept fails for want of descriptors).
+        let limiter = ConnectionLimiter(listener: "admin", limit: settings.maxConnections, logger: adminLogger)
+        let timeouts = AdminTimeouts(settings)
+        let server = HTTPServerBuilder { responder in
+            GuardedHTTP1Channel(inner: HTTP1Channel(responder: responder), limiter: limiter, timeouts: timeouts)
+        }
         let app = Application(
             router: api.router(),
+            server: server,
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "apns-mock"),
             onServerRunning: { channel in
                 continuation.yield(channel.localAddress?.port ?? settings.port)

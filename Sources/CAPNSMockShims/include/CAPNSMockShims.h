@@ -34,4 +34,8 @@ void CAPNSMockShims_SSL_CTX_install_alpn_h2(SSL_CTX *ctx);
 /// SSL_get_verify_result so that the request layer can answer 403 BadCertificate.
 void CAPNSMockShims_SSL_CTX_request_client_certificate(SSL_CTX *ctx);
 
+/// Gives free heap pages back to the system (glibc's malloc_trim(0), which Swift's Glibc module
+/// does not export); returns 1 when memory was released. Does nothing elsewhere.
+int CAPNSMockShims_release_free_memory(void);
+
 #endif

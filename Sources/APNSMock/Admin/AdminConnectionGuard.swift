@@ -1,0 +1,185 @@
+import Hummingbird
+import HummingbirdCore
+import Logging
+import NIOCore
+import NIOHTTPTypes
+
+/// The admin listener's timeouts (docs/architecture.md, "Limits and defences").
+struct AdminTimeouts: Sendable {
+    /// A connection with no request in progress is closed after this.
+    var idle: TimeAmount
+    /// A request (head and body) must arrive within this, counted from its first byte.
+    var request: TimeAmount
+    /// A response must be written out within this, counted from its head.
+    var response: TimeAmount
+
+    init(_ settings: AdminSettings) {
+        idle = settings.idleTimeout
+        request = settings.requestTimeout
+        response = settings.responseTimeout
+    }
+}
+
+/// Hummingbird's HTTP/1.1 child channel with the admin listener's defences around it: the
+/// connection limit (a connection past it is closed at once with a reset) and the timeouts of
+/// ``AdminTimeouts``, which close the connection. Hummingbird itself only offers an idle timeout
+/// that a client sending a request slowly, or never reading its answer, would not meet.
+struct GuardedHTTP1Channel: ServerChildChannel {
+    typealias Value = HTTP1Channel.Value
+
+    let inner: HTTP1Channel
+    let limiter: ConnectionLimiter
+    let timeouts: AdminTimeouts
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        let admitted = limiter.admit()
+        return inner.setup(channel: channel, logger: logger).flatMapThrowing { value in
+            guard admitted else {
+                try ConnectionLimiter.refuse(channel)
+                return value
+            }
+            let limiter = self.limiter
+            channel.closeFuture.whenComplete { _ in limiter.release() }
+            let clock = AdminConnectionClock(channel: channel, timeouts: timeouts, logger: logger)
+            let pipeline = channel.pipeline.syncOperations
+            // Bytes first, before the HTTP decoder: a request starts with its first byte.
+            try pipeline.addHandler(AdminBytesWatcher(clock: clock), position: .first)
+            // Request and response parts, after the decoder (where Hummingbird keeps its own
+            // connection-state handler).
+            let state = try pipeline.handler(type: HTTPConnectionStateHandler.self)
+            try pipeline.addHandler(AdminPartsWatcher(clock: clock), position: .before(state))
+            return value
+        }.flatMapErrorThrowing { error in
+            if admitted { limiter.release() }
+            throw error
+        }
+    }
+
+    func handle(value: Value, logger: Logger) async {
+        await inner.handle(value: value, logger: logger)
+    }
+}
+
+/// Where an admin connection is between requests, and its one timer. Confined to the
+/// connection's event loop.
+final class AdminConnectionClock {
+    enum Phase {
+        /// Between requests: the idle timeout runs.
+        case idle
+        /// A request's bytes have begun: the request timeout runs until its end.
+        case receiving
+        /// The request is complete and being handled (a wait may take minutes): no timer.
+        case handling
+        /// The response is being written: the response timeout runs until it is flushed.
+        case responding
+    }
+
+    private(set) var phase = Phase.idle
+    private var timer: Scheduled<Void>?
+    private let channel: Channel
+    private let timeouts: AdminTimeouts
+    private let logger: Logger
+
+    init(channel: Channel, timeouts: AdminTimeouts, logger: Logger) {
+        self.channel = channel
+        self.timeouts = timeouts
+        self.logger = logger
+        enter(.idle)
+    }
+
+    func enter(_ phase: Phase) {
+        self.phase = phase
+        timer?.cancel()
+        timer = nil
+        let limit: (TimeAmount, String)?
+        switch phase {
+        case .idle: limit = (timeouts.idle, "admin.idleTimeout")
+        case .receiving: limit = (timeouts.request, "admin.requestTimeout")
+        case .handling: limit = nil
+        case .responding: limit = (timeouts.response, "admin.responseTimeout")
+        }
+        guard let (amount, setting) = limit else { return }
+        let channel = self.channel
+        let logger = self.logger
+        timer = channel.eventLoop.scheduleTask(in: amount) {
+            logger.debug("closing an admin connection", metadata: ["timeout": "\(setting)"])
+            channel.close(promise: nil)
+        }
+    }
+
+    func stop() {
+        timer?.cancel()
+        timer = nil
+    }
+}
+
+/// Sees the raw bytes: the first byte of a request starts the request timeout.
+private final class AdminBytesWatcher: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    let clock: AdminConnectionClock
+
+    init(clock: AdminConnectionClock) {
+        self.clock = clock
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if clock.phase == .idle {
+            clock.enter(.receiving)
+        }
+        context.fireChannelRead(data)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        clock.stop()
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        clock.stop()
+    }
+}
+
+/// Sees decoded request parts and the response parts written: a request's end stops the
+/// request timeout; a response's head starts the response timeout, its flushed end the idle one.
+private final class AdminPartsWatcher: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+    let clock: AdminConnectionClock
+
+    init(clock: AdminConnectionClock) {
+        self.clock = clock
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head:
+            // A pipelined request decoded from bytes that arrived earlier.
+            if clock.phase == .idle { clock.enter(.receiving) }
+        case .body:
+            break
+        case .end:
+            if clock.phase == .receiving { clock.enter(.handling) }
+        }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        switch unwrapOutboundIn(data) {
+        case .head:
+            clock.enter(.responding)
+            context.write(data, promise: promise)
+        case .body:
+            context.write(data, promise: promise)
+        case .end:
+            let written = promise ?? context.eventLoop.makePromise()
+            let clock = NIOLoopBound(self.clock, eventLoop: context.eventLoop)
+            written.futureResult.whenSuccess {
+                if clock.value.phase == .responding { clock.value.enter(.idle) }
+            }
+            context.write(data, promise: written)
+        }
+    }
+}

@@ -1,0 +1,219 @@
+import Logging
+import NIOCore
+import NIOPosix
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+internal import CAPNSMockShims
+
+/// One listener's connection limit: connections past it are closed at once with a TCP reset,
+/// and the refusals are logged (docs/architecture.md, "Limits and defences").
+///
+/// The count is taken when a connection is set up and given back when it closes, on whichever
+/// event loop that happens; a compare-and-exchange keeps it exact across loops.
+final class ConnectionLimiter: Sendable {
+    /// The listener's name in log lines: `apns`, `admin`.
+    let listener: String
+    let limit: Int
+    private let open = Atomic<Int>(0)
+    private let refusals = Mutex(Refusals())
+    private let logger: Logger
+
+    private struct Refusals {
+        var count: UInt64 = 0
+        var reported: UInt64 = 0
+        var lastReport: NIODeadline?
+    }
+
+    /// Refusals are logged at most this often (the first one at once).
+    static let reportInterval: TimeAmount = .seconds(10)
+
+    init(listener: String, limit: Int, logger: Logger) {
+        self.listener = listener
+        self.limit = max(1, limit)
+        self.logger = logger
+    }
+
+    /// Connections counted as open now.
+    var openConnections: Int { open.load(ordering: .relaxed) }
+
+    /// Counts a new connection in, or returns false (and notes the refusal) at the limit.
+    func admit() -> Bool {
+        var current = open.load(ordering: .relaxed)
+        while current < limit {
+            let (exchanged, original) = open.compareExchange(
+                expected: current, desired: current + 1, ordering: .relaxed)
+            if exchanged {
+                MemoryReturn.shared.connectionOpened()
+                return true
+            }
+            current = original
+        }
+        noteRefusal()
+        return false
+    }
+
+    /// Gives back the count of a connection ``admit()`` let in.
+    func release() {
+        open.subtract(1, ordering: .relaxed)
+        MemoryReturn.shared.connectionClosed()
+    }
+
+    private func noteRefusal() {
+        let now = NIODeadline.now()
+        let report: UInt64? = refusals.withLock { state in
+            state.count += 1
+            if let last = state.lastReport, now - last < Self.reportInterval { return nil }
+            state.lastReport = now
+            defer { state.reported = state.count }
+            return state.count - state.reported
+        }
+        if let report {
+            logger.warning(
+                "connection limit reached: new connections are closed at once",
+                metadata: [
+                    "listener": "\(listener)", "limit": "\(limit)", "refused": "\(report)",
+                    "setting": "\(listener == "admin" ? "admin" : "server").maxConnections",
+                ])
+        }
+    }
+
+    /// Total refusals so far.
+    var refusedConnections: UInt64 { refusals.withLock { $0.count } }
+
+    /// Closes a connection the limit refused, with a reset (SO_LINGER 0) so that the client
+    /// learns at once and the server keeps no TIME_WAIT state, as soon as it is registered.
+    static func refuse(_ channel: Channel) throws {
+        try channel.pipeline.syncOperations.addHandler(RefuseConnectionHandler())
+    }
+}
+
+/// Closes its channel with a TCP reset as soon as it becomes active.
+private final class RefuseConnectionHandler: ChannelInboundHandler {
+    typealias InboundIn = NIOAny
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { refuse(context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        refuse(context)
+    }
+
+    private func refuse(_ context: ChannelHandlerContext) {
+        let channel = context.channel
+        guard let socket = channel as? SocketOptionProvider else {
+            channel.close(promise: nil)
+            return
+        }
+        socket.setSoLinger(linger(l_onoff: 1, l_linger: 0)).whenComplete { _ in
+            channel.close(promise: nil)
+        }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {}
+}
+
+/// Accept back-off for a listener: when `accept` fails for want of a resource (descriptors,
+/// kernel buffers), the listener stops accepting for ``delay`` instead of retrying at once, which
+/// would spin a core on `accept4` → EMFILE for as long as the shortage lasts.
+enum AcceptBackoff {
+    /// Pause after a failed accept. Connections wait in the kernel's backlog meanwhile.
+    static let delay: TimeAmount = .milliseconds(100)
+
+    /// The errors worth pausing for: NIO keeps the listener open on exactly these.
+    static func isResourceShortage(_ error: IOError) -> Bool {
+        switch error.errnoCode {
+        case EMFILE, ENFILE, ENOBUFS, ENOMEM: return true
+        default: return false
+        }
+    }
+
+    /// NIO's `AcceptBackoffHandler` with the pause above and a warning, at most every ten seconds,
+    /// naming the error. Runs on the listener's event loop.
+    static func makeHandler(listener: String, logger: Logger) -> AcceptBackoffHandler {
+        var lastReport: NIODeadline?
+        var failures = 0
+        return AcceptBackoffHandler(shouldForwardIOErrorCaught: false) { error in
+            guard isResourceShortage(error) else { return nil }
+            failures += 1
+            let now = NIODeadline.now()
+            if lastReport.map({ now - $0 >= ConnectionLimiter.reportInterval }) ?? true {
+                lastReport = now
+                logger.warning(
+                    "accept failed: pausing the listener",
+                    metadata: [
+                        "listener": "\(listener)", "error": "\(error)", "pause": "\(delay)", "failures": "\(failures)",
+                    ])
+                failures = 0
+            }
+            return delay
+        }
+    }
+}
+
+/// Gives freed heap memory back to the system after a burst of connections.
+///
+/// Each connection holds TLS and HTTP/2 buffers; when a burst of them closes, glibc's allocator
+/// keeps the freed pages in its arenas, so the process stays at its peak size. Once the open count
+/// falls to a quarter of the peak since the last trim (and the peak was a burst), a
+/// `malloc_trim(0)` runs a second later, at most once per ``minimumInterval``.
+final class MemoryReturn: Sendable {
+    static let shared = MemoryReturn()
+
+    /// A peak below this is not a burst worth trimming after.
+    static let burst = 64
+    static let minimumInterval: TimeAmount = .seconds(10)
+    static let settleDelay: TimeAmount = .seconds(1)
+
+    private struct State {
+        var open = 0
+        var peak = 0
+        var pending = false
+        var lastTrim: NIODeadline?
+    }
+
+    private let state = Mutex(State())
+    /// Trims so far (for tests).
+    private let trims = Atomic<Int>(0)
+
+    var trimCount: Int { trims.load(ordering: .relaxed) }
+
+    /// Called by every listener's ``ConnectionLimiter`` when it lets a connection in.
+    func connectionOpened() {
+        state.withLock { state in
+            state.open += 1
+            state.peak = max(state.peak, state.open)
+        }
+    }
+
+    /// Called when such a connection closed.
+    func connectionClosed() {
+        let now = NIODeadline.now()
+        let schedule: TimeAmount? = state.withLock { state in
+            state.open = max(0, state.open - 1)
+            guard !state.pending, state.peak >= Self.burst, state.open * 4 <= state.peak else { return nil }
+            state.pending = true
+            var delay = Self.settleDelay
+            if let last = state.lastTrim, now - last < Self.minimumInterval {
+                delay = max(delay, Self.minimumInterval - (now - last))
+            }
+            return delay
+        }
+        if let schedule {
+            MultiThreadedEventLoopGroup.singleton.next().scheduleTask(in: schedule) { self.trim() }
+        }
+    }
+
+    private func trim() {
+        state.withLock { state in
+            state.pending = false
+            state.lastTrim = .now()
+            state.peak = state.open
+        }
+        _ = CAPNSMockShims_release_free_memory()
+        trims.add(1, ordering: .relaxed)
+    }
+}

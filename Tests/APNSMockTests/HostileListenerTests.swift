@@ -1,0 +1,190 @@
+@testable import APNSMock
+import APNSMockCore
+import APNSMockTesting
+import Foundation
+import NIOCore
+import Testing
+
+/// The listeners' defences (issue 13): connection limits, accept back-off when descriptors run
+/// out, the admin listener's timeouts, and memory given back after bursts of connections.
+extension HostileClientTests {
+    // MARK: Connection limits (finding 2)
+
+    /// Past server.maxConnections a new connection is closed at once (reset) and the refusal is
+    /// logged; once connections close, new ones are served.
+    @Test func connectionLimitRefusesNewConnectionsAtOnce() async throws {
+        let (logger, log) = CapturingLogHandler.logger()
+        try await MockHarness.withRunningMock(configure: { $0.maxConnections = 8 }, logger: logger) { mock in
+            var held: [RawClient] = []
+            for _ in 0..<8 {
+                held.append(try await RawClient.connect(port: mock.apnsPort, security: .plaintext))
+            }
+            let deadline = ContinuousClock.now + .seconds(5)
+            while mock.listener.openConnections < 8, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(mock.listener.openConnections == 8)
+            for _ in 0..<4 {
+                // The reset may come before the client finished connecting; either way it is closed.
+                guard let refused = try? await RawClient.connect(port: mock.apnsPort, security: .plaintext) else { continue }
+                let outcome = await refused.waitForClose(timeout: .seconds(3))
+                #expect(outcome.closed, "a connection past the limit was kept open")
+            }
+            #expect(log.contains("connection limit reached"))
+            #expect(log.contains("limit=8"))
+            for client in held { await client.close() }
+            try await Task.sleep(for: .milliseconds(200))
+            try await Self.expectStillServing(mock)
+        }
+    }
+
+    // MARK: The admin listener (finding 2)
+
+    static func adminTimeouts(_ configuration: inout ServerConfiguration) {
+        configuration.admin.requestTimeout = .seconds(1)
+        configuration.admin.idleTimeout = .seconds(1)
+        configuration.admin.responseTimeout = .seconds(1)
+    }
+
+    /// Slowloris on the admin listener: headers sent a byte at a time, a body that never comes,
+    /// a connection that sends nothing. Each is closed by its timeout.
+    @Test func adminListenerClosesSlowAndIdleConnections() async throws {
+        try await MockHarness.withRunningMock(configure: Self.adminTimeouts) { mock in
+            let idle = try await RawClient.connect(port: mock.adminPort, security: .plaintext)
+            let noBody = try await RawClient.connect(port: mock.adminPort, security: .plaintext)
+            try await noBody.send(Array("POST /v1/faults HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"match\"".utf8))
+            let slow = try await RawClient.connect(port: mock.adminPort, security: .plaintext)
+            let started = ContinuousClock.now
+            var sent = 0
+            let head = Array("GET /v1/stats HTTP/1.1\r\nHost: x\r\nX-Slow: ".utf8) + [UInt8](repeating: 0x61, count: 100)
+            while sent < head.count, ContinuousClock.now - started < .seconds(6) {
+                guard (try? await slow.send([head[sent]])) != nil else { break }
+                sent += 1
+                try await Task.sleep(for: .milliseconds(200))
+            }
+            for (name, client) in [("idle", idle), ("body never sent", noBody), ("slow headers", slow)] {
+                let outcome = await client.waitForClose(timeout: .seconds(5))
+                #expect(outcome.closed, "the admin listener kept a connection open: \(name)")
+            }
+            #expect(ContinuousClock.now - started < .seconds(8))
+            let stats = try await mock.admin.request("GET", "/v1/stats")
+            #expect(stats.status == 200)
+        }
+    }
+
+    /// Past admin.maxConnections a new admin connection is closed at once.
+    @Test func adminConnectionLimit() async throws {
+        try await MockHarness.withRunningMock(configure: { $0.admin.maxConnections = 4 }) { mock in
+            var held: [RawClient] = []
+            for _ in 0..<4 {
+                held.append(try await RawClient.connect(port: mock.adminPort, security: .plaintext))
+            }
+            try await Task.sleep(for: .milliseconds(300))
+            if let refused = try? await RawClient.connect(port: mock.adminPort, security: .plaintext) {
+                let outcome = await refused.waitForClose(timeout: .seconds(3))
+                #expect(outcome.closed)
+            }
+            for client in held { await client.close() }
+            try await Task.sleep(for: .milliseconds(300))
+            let stats = try await mock.admin.request("GET", "/v1/stats")
+            #expect(stats.status == 200)
+        }
+    }
+
+    // MARK: Out of descriptors, in a process of its own (finding 2)
+
+    /// The APNs listener out of file descriptors (the process's limit lowered under it): accept
+    /// fails with EMFILE. The listener pauses instead of retrying at once, which spun a core, and
+    /// logs it; once descriptors are free again it serves.
+    @Test func apnsListenerBacksOffWhenOutOfDescriptors() async throws {
+        try await ServerProcess.withRunning(yaml: "server: { handshakeTimeout: 600 }\n") { server in
+            let lowered = try await ExternalTool.run("/usr/bin/prlimit", ["--pid", "\(server.pid)", "--nofile=64:64"])
+            #expect(lowered.exitCode == 0, "\(lowered.stderr)")
+            var clients: [RawClient] = []
+            for _ in 0..<150 {
+                clients.append(try await RawClient.connect(port: server.apnsPort, security: .plaintext))
+            }
+            try await Task.sleep(for: .seconds(1))
+            let cpu = try await server.cpuUse(over: .seconds(3))
+            #expect(cpu < 0.5, "the process used \(cpu) s of CPU in 3 s while out of descriptors")
+            #expect(server.log.contains("accept failed: pausing the listener"))
+            for client in clients { await client.close() }
+            _ = try await ExternalTool.run("/usr/bin/prlimit", ["--pid", "\(server.pid)", "--nofile=4096:4096"])
+            try await Task.sleep(for: .milliseconds(500))
+            let response = try await Curl.send(url: "\(server.baseURL)/3/device/\(Self.token)", caPath: server.certificates.caPath)
+            #expect(response.status == 200)
+            #expect(server.isAlive)
+        }
+    }
+
+    /// A flood of idle connections to the admin listener in a process with few descriptors: the
+    /// connection limit (lowered at start to fit the descriptor limit) refuses what is past it,
+    /// the idle timeout frees the rest, and the admin API answers while the flood is still held.
+    @Test func adminFloodCannotExhaustDescriptors() async throws {
+        try await ServerProcess.withRunning(yaml: "admin: { idleTimeout: 2 }\n", descriptorLimit: 160) { server in
+            #expect(server.log.contains("lowered the connection limits"))
+            var flood: [RawClient] = []
+            for _ in 0..<300 {
+                guard let client = try? await RawClient.connect(port: server.adminPort, security: .plaintext) else { break }
+                flood.append(client)
+            }
+            var healthy = false
+            let deadline = ContinuousClock.now + .seconds(15)
+            while !healthy, ContinuousClock.now < deadline {
+                let output = try await ExternalTool.run("curl", ["-s", "-m", "2", "\(server.adminURL)/healthz"])
+                healthy = output.text.contains("ok")
+                if !healthy { try await Task.sleep(for: .milliseconds(500)) }
+            }
+            #expect(healthy, "the admin API did not answer while idle connections were held")
+            #expect(server.isAlive)
+            #expect(server.openDescriptors < 160)
+            for client in flood { await client.close() }
+            let response = try await Curl.send(url: "\(server.baseURL)/3/device/\(Self.token)", caPath: server.certificates.caPath)
+            #expect(response.status == 200)
+        }
+    }
+
+    // MARK: Memory after bursts (finding 6)
+
+    /// Bursts of 1,500 concurrent connections, in a process of its own: resident memory comes
+    /// back to within 32 MiB of where it was before them. Without giving the allocator's freed
+    /// pages back (malloc_trim after a burst), it stayed some 100 MiB higher.
+    @Test func residentMemoryReturnsAfterConnectionBursts() async throws {
+        let yaml = "server: { streamsBeforeAuthentication: 10 }\nrecording: { capacity: 1000 }\n"
+        try await ServerProcess.withRunning(yaml: yaml) { server in
+            let authorization = try #require(Curl.demoAuthorization)
+            let payload = FileManager.default.temporaryDirectory.appendingPathComponent("apns-mock-burst-\(UUID()).json")
+            try Data(Self.body).write(to: payload)
+            defer { try? FileManager.default.removeItem(at: payload) }
+            func burst() async throws {
+                let output = try await ExternalTool.run("h2load", [
+                    "-n", "3000", "-c", "1500", "-m", "2", "-t", "2",
+                    "-H", "authorization: \(authorization)", "-H", "apns-topic: com.example.app",
+                    "-d", payload.path, "https://127.0.0.1:\(server.apnsPort)/3/device/\(Self.token)",
+                ], timeout: 120)
+                #expect(output.text.contains("status codes: 3000 2xx"), "\(output.text.suffix(600))")
+            }
+            // Warm up what a first request initialises, then measure.
+            let warm = try await Curl.send(url: "\(server.baseURL)/3/device/\(Self.token)", caPath: server.certificates.caPath)
+            #expect(warm.status == 200)
+            let before = server.residentKiB
+            var peak = before
+            for _ in 0..<4 {
+                try await burst()
+                peak = max(peak, server.residentKiB)
+            }
+            // Connections close, then memory is given back a second or more later (at most one
+            // trim per ten seconds).
+            var after = server.residentKiB
+            let deadline = ContinuousClock.now + .seconds(25)
+            while after > before + 32 * 1024, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(500))
+                after = server.residentKiB
+            }
+            #expect(
+                after <= before + 32 * 1024,
+                "resident \(after / 1024) MiB after four bursts (peak \(peak / 1024) MiB), \(before / 1024) MiB before")
+            #expect(server.isAlive)
+        }
+    }
+}
