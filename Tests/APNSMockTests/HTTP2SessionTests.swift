@@ -199,6 +199,91 @@ struct HTTP2SessionTests {
         #expect(goaway.debug == #"{"reason":"Shutdown"}"#)
     }
 
+    /// Feeds bytes the session must refuse as a connection error; returns the GOAWAY it sent.
+    /// nghttp2 reports some connection errors as a failed read, others only by queueing the
+    /// GOAWAY; either way the session then wants neither to read nor to write.
+    func expectConnectionError(_ harness: Harness, _ bytes: [UInt8]) -> H2.Frame? {
+        _ = bytes.withUnsafeBytes { harness.session.receive($0) }
+        let goaway = harness.drain().first { $0.goaway != nil }
+        #expect(goaway != nil, "the session accepted bytes it must refuse")
+        #expect(!harness.session.wantsRead && !harness.session.wantsWrite)
+        return goaway
+    }
+
+    /// DATA past the advertised window in one burst (the client did not wait for WINDOW_UPDATE):
+    /// FLOW_CONTROL_ERROR (RFC 9113 §6.9.1). nghttp2's automatic window updates credited the window
+    /// as soon as the update was queued, mid-read, so this was accepted.
+    @Test func dataBeyondTheWindowIsAFlowControlError() throws {
+        let harness = try Harness()
+        harness.exchange(H2.preface + H2.settings())
+        var burst = H2.headers(stream: 1, [(":method", "POST"), (":scheme", "https"), (":path", "/3/device/abcd"), (":authority", "x")], endStream: false)
+        for _ in 0..<5 {
+            burst += H2.data(stream: 1, [UInt8](repeating: 0x61, count: 16_384), endStream: false)
+        }
+        let goaway = try #require(expectConnectionError(harness, burst)?.goaway)
+        #expect(goaway.errorCode == HTTP2ErrorCode.flowControlError.rawValue)
+    }
+
+    /// A large body sent as flow control allows (waiting for WINDOW_UPDATE) still arrives whole.
+    @Test func bodyWithinTheWindowsArrivesWhole() throws {
+        let harness = try Harness()
+        harness.exchange(H2.preface + H2.settings())
+        var sent = H2.headers(stream: 1, [(":method", "POST"), (":scheme", "https"), (":path", "/3/device/abcd"), (":authority", "x")], endStream: false)
+        var credit = (connection: 65_535, stream: 65_535)
+        var remaining = 200_000
+        var updates = 0
+        while remaining > 0 {
+            let size = min(16_384, remaining, credit.connection, credit.stream)
+            #expect(size > 0, "the server stopped crediting the window")
+            guard size > 0 else { return }
+            sent += H2.data(stream: 1, [UInt8](repeating: 0x61, count: size), endStream: remaining == size)
+            credit.connection -= size
+            credit.stream -= size
+            remaining -= size
+            for frame in harness.exchange(sent) where frame.type == H2.FrameType.windowUpdate.rawValue {
+                let increment = Int(H2.readBE32(frame.payload, 0) & 0x7FFF_FFFF)
+                if frame.stream == 0 { credit.connection += increment } else { credit.stream += increment }
+                updates += 1
+            }
+            sent = []
+        }
+        #expect(updates >= 4)
+        #expect(harness.received.first?.request.bodyLength == 200_000)
+        #expect(harness.status(of: 1) == "200")
+    }
+
+    /// HEADERS again on a stream that was answered and closed: STREAM_CLOSED; on a lower id the
+    /// client skipped: PROTOCOL_ERROR (RFC 9113 §5.1, §5.1.1). nghttp2 (closed streams not kept)
+    /// ignored both.
+    @Test func headersOnAClosedStreamIsStreamClosed() throws {
+        let harness = try Harness()
+        harness.exchange(H2.preface + H2.settings() + Self.request(1))
+        #expect(harness.status(of: 1) == "200")
+        let goaway = try #require(expectConnectionError(harness, Self.request(1))?.goaway)
+        #expect(goaway.errorCode == HTTP2ErrorCode.streamClosed.rawValue)
+        #expect(harness.received.count == 1)
+    }
+
+    @Test func headersOnASkippedLowerStreamIsProtocolError() throws {
+        let harness = try Harness()
+        harness.exchange(H2.preface + H2.settings() + Self.request(7))
+        let goaway = try #require(expectConnectionError(harness, Self.request(3))?.goaway)
+        #expect(goaway.errorCode == HTTP2ErrorCode.protocolError.rawValue)
+        #expect(harness.received.map(\.id) == [7])
+    }
+
+    /// A stream this side reset may still see the client's frames in flight: they are ignored and
+    /// the connection carries on (RFC 9113 §5.1).
+    @Test func lateHeadersOnAStreamResetHereAreIgnored() throws {
+        let harness = try Harness()
+        harness.exchange(H2.preface + H2.settings())
+        // Malformed (no :path): reset with PROTOCOL_ERROR; then its "trailers" arrive.
+        harness.exchange(H2.headers(stream: 1, [(":method", "POST"), (":scheme", "https"), (":authority", "x")], endStream: false))
+        let frames = harness.exchange(H2.headers(stream: 1, [("x-trailer", "1")], endStream: true) + Self.request(3))
+        #expect(!frames.contains { $0.goaway != nil })
+        #expect(harness.status(of: 3) == "200")
+    }
+
     /// Bytes that are not HTTP/2 end the connection with an error (and nghttp2's GOAWAY).
     @Test func garbageIsAConnectionError() throws {
         let harness = try Harness()

@@ -44,6 +44,24 @@ final class HTTP2Session {
     /// begin-headers callback find their stream here without a look-up.
     @exclusivity(unchecked) private var headerBlockStream: Unmanaged<HTTP2Stream>?
 
+    /// Flow control (RFC 9113 §6.9), kept strict: received DATA is credited back to the client
+    /// (WINDOW_UPDATE) only in ``send(_:)``, right before the update goes out. nghttp2's automatic
+    /// window updates credit the window when the update is queued, in the middle of reading, so a
+    /// client sending past the advertised window within one read was never caught. These are the
+    /// DATA bytes received and not yet credited: the connection's, and per stream.
+    @exclusivity(unchecked) private var uncreditedConnectionBytes = 0
+    @exclusivity(unchecked) private var uncreditedStreamBytes: [(id: Int32, bytes: Int)] = []
+
+    /// Stream identifiers (RFC 9113 §5.1.1): the highest client stream id seen in a HEADERS frame,
+    /// the ids a client skipped (idle forever: HEADERS on them is a PROTOCOL_ERROR), and the
+    /// streams recently ended with RST_STREAM from this side (HEADERS still in flight for them is
+    /// ignored, §5.1). nghttp2 itself forgets closed streams and ignores HEADERS on them.
+    @exclusivity(unchecked) private var highestClientStream: Int32 = 0
+    @exclusivity(unchecked) private var skippedStreams: [ClosedRange<Int32>] = []
+    @exclusivity(unchecked) private var recentlyReset = RecentStreams()
+    /// Skipped-id ranges remembered; an older one is forgotten (its ids then count as closed).
+    static let skippedRangesKept = 16
+
     init(settings: HTTP2Settings, delegate: any HTTP2SessionDelegate) throws {
         self.settings = settings
         self.delegate = delegate
@@ -67,6 +85,8 @@ final class HTTP2Session {
         nghttp2_option_set_no_http_messaging(option, 1)
         // PINGs are acknowledged by this session (``answersPings``), so a fault can withhold them.
         nghttp2_option_set_no_auto_ping_ack(option, 1)
+        // WINDOW_UPDATE is sent by `send`, as data is credited (see uncreditedConnectionBytes).
+        nghttp2_option_set_no_auto_window_update(option, 1)
 
         var created: OpaquePointer?
         let rc = nghttp2_session_server_new3(
@@ -108,6 +128,9 @@ final class HTTP2Session {
     /// Hands each chunk nghttp2 wants to send to `sink` until nghttp2 has nothing more or `sink`
     /// returns false (the caller's output budget is spent). Returns an error on a fatal failure.
     func send(_ sink: (UnsafeRawBufferPointer) -> Bool) -> ProtocolError? {
+        if let error = creditReceivedData() {
+            return error
+        }
         while true {
             var data: UnsafePointer<UInt8>?
             let count = nghttp2_session_mem_send(session, &data)
@@ -119,6 +142,24 @@ final class HTTP2Session {
                 return nil
             }
         }
+    }
+
+    /// Hands the DATA received since the last call back to nghttp2 as consumed, which queues the
+    /// WINDOW_UPDATE frames (once half a window is consumed, as nghttp2 does by itself) that the
+    /// `mem_send` after it sends at once. Streams that no longer receive get no stream update.
+    private func creditReceivedData() -> ProtocolError? {
+        if uncreditedConnectionBytes > 0 {
+            let rc = nghttp2_session_consume_connection(session, uncreditedConnectionBytes)
+            uncreditedConnectionBytes = 0
+            if rc != 0 && nghttp2_is_fatal(rc) != 0 { return ProtocolError(code: Int(rc)) }
+        }
+        guard !uncreditedStreamBytes.isEmpty else { return nil }
+        for (id, bytes) in uncreditedStreamBytes where withStream(id, { $0.phase == .receiving }) == true {
+            let rc = nghttp2_session_consume_stream(session, id, bytes)
+            if rc != 0 && nghttp2_is_fatal(rc) != 0 { return ProtocolError(code: Int(rc)) }
+        }
+        uncreditedStreamBytes.removeAll(keepingCapacity: true)
+        return nil
     }
 
     var wantsRead: Bool { nghttp2_session_want_read(session) != 0 }
@@ -314,6 +355,12 @@ final class HTTP2Session {
     }
 
     fileprivate func data(streamID: Int32, bytes: UnsafeRawBufferPointer) {
+        uncreditedConnectionBytes += bytes.count
+        if let last = uncreditedStreamBytes.last, last.id == streamID {
+            uncreditedStreamBytes[uncreditedStreamBytes.count - 1].bytes += bytes.count
+        } else {
+            uncreditedStreamBytes.append((streamID, bytes.count))
+        }
         withStream(streamID) { stream in
             guard stream.phase == .receiving else { return }
             stream.request.appendBody(bytes)
@@ -335,6 +382,38 @@ final class HTTP2Session {
             }
             stream.request.repeatKey = stream.repeatable && !trailer
                 ? RepeatKey(generation: values.generation, fields: stream.repeatFields) : nil
+        }
+    }
+
+    /// A frame header arrived. For HEADERS on a client stream id not above every id seen before,
+    /// with no open stream: RFC 9113 §5.1.1 makes that a connection error, PROTOCOL_ERROR for an id
+    /// the client skipped, STREAM_CLOSED for a closed stream — except a stream this side reset,
+    /// whose late frames are ignored (§5.1). Returns false when the connection must end (the
+    /// GOAWAY is queued).
+    fileprivate func beginFrame(type: UInt8, streamID: Int32) -> Bool {
+        guard type == UInt8(NGHTTP2_HEADERS.rawValue), streamID & 1 == 1 else { return true }
+        if streamID > highestClientStream {
+            let expected = highestClientStream == 0 ? 1 : highestClientStream + 2
+            if streamID > expected {
+                if skippedStreams.count == Self.skippedRangesKept { skippedStreams.removeFirst() }
+                skippedStreams.append(expected...(streamID - 2))
+            }
+            highestClientStream = streamID
+            return true
+        }
+        if nghttp2_session_find_stream(session, streamID) != nil || recentlyReset.contains(streamID) {
+            return true  // trailers of an open stream (nghttp2 judges them), or late after our reset
+        }
+        let skipped = skippedStreams.contains { $0.contains(streamID) }
+        let code: HTTP2ErrorCode = skipped ? .protocolError : .streamClosed
+        nghttp2_session_terminate_session(session, code.rawValue)
+        return false
+    }
+
+    /// A frame went out; RST_STREAM ids are remembered (see ``beginFrame(type:streamID:)``).
+    fileprivate func sentFrame(type: UInt8, streamID: Int32) {
+        if type == UInt8(NGHTTP2_RST_STREAM.rawValue) {
+            recentlyReset.insert(streamID)
         }
     }
 
@@ -442,9 +521,36 @@ extension HTTP2Session {
             }
             return 0
         }
+        nghttp2_session_callbacks_set_on_begin_frame_callback(callbacks) { _, header, userData in
+            guard let header, header.pointee.type == UInt8(NGHTTP2_HEADERS.rawValue) else { return 0 }
+            let accepted = withOwner(userData) { $0.beginFrame(type: header.pointee.type, streamID: header.pointee.stream_id) }
+            return accepted ? 0 : Int32(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue)
+        }
+        nghttp2_session_callbacks_set_on_frame_send_callback(callbacks) { _, frame, userData in
+            guard let frame, frame.pointee.hd.type == UInt8(NGHTTP2_RST_STREAM.rawValue) else { return 0 }
+            withOwner(userData) { $0.sentFrame(type: frame.pointee.hd.type, streamID: frame.pointee.hd.stream_id) }
+            return 0
+        }
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, _, userData in
             withOwner(userData) { $0.closeStream(streamID) }
             return 0
         }
+    }
+}
+
+/// The last few stream ids this side reset, oldest forgotten first: a fixed ring, so a client
+/// resetting streams by the thousand costs no memory.
+struct RecentStreams {
+    static let capacity = 64
+    private var ids = [Int32](repeating: 0, count: capacity)
+    private var next = 0
+
+    mutating func insert(_ id: Int32) {
+        ids[next] = id
+        next = (next + 1) % Self.capacity
+    }
+
+    func contains(_ id: Int32) -> Bool {
+        id != 0 && ids.contains(id)
     }
 }
