@@ -52,6 +52,7 @@ struct ServerProcess: Sendable {
         let err = try FileDescriptor.open(
             FilePath(logPath), .writeOnly, options: [.create, .truncate], permissions: .ownerReadWrite)
         var command = [binary, "serve", "--config", configPath, "--port", "0", "--admin-port", "0",
+                       "--broadcast-sandbox-port", "0", "--broadcast-production-port", "0",
                        "--certs", certificates.directory, "--threads", "2", "--log-level", "info"] + arguments
         if let descriptorLimit {
             command = ["/usr/bin/prlimit", "--nofile=\(descriptorLimit):\(descriptorLimit)"] + command
