@@ -95,22 +95,29 @@ extension APNSMockServer {
     /// and any other listener of the same kind. Every connection is counted in the router's
     /// ``MockState``, gets the configured timeouts, and hears about graceful shutdown through
     /// `quiesce`. The listener's defences (docs/architecture.md, "Limits and defences"): at most
-    /// `configuration.maxConnections` connections (more are closed at once with a reset and
-    /// logged), and a pause in accepting when `accept` fails for want of descriptors instead of
+    /// `configuration.maxConnections` connections on the TLS listeners together (more are closed
+    /// at once with a reset and logged), and a pause in accepting when `accept` fails for want of descriptors instead of
     /// a busy retry.
     static func bindTLSListener(
         host: String, port: Int, router: APIRouter, tlsContext: TLSContext, group: MultiThreadedEventLoopGroup,
-        quiesce: ServerQuiescingHelper, configuration: ServerConfiguration, logger: Logger, name: String = "apns"
+        quiesce: ServerQuiescingHelper, configuration: ServerConfiguration, logger: Logger
     ) async throws -> Channel {
         let connections = router.state.connections
-        let limiter = ConnectionLimiter(listener: name, limit: configuration.maxConnections, logger: logger)
+        let name: String
+        switch router.role {
+        case .apns: name = "apns"
+        case .channelManagement(let environment): name = "channel-management-\(environment.rawValue)"
+        }
+        // One limit for the TLS listeners together, kept in the shared registry.
+        let refusals = RefusalLog(
+            listener: name, limit: configuration.maxConnections, setting: "server.maxConnections", logger: logger)
         let timeouts = ConnectionTimeouts(configuration)
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 512)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .serverChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(AcceptBackoff.makeHandler(listener: name, logger: logger))
+                    try channel.pipeline.syncOperations.addHandler(AcceptPauseHandler(listener: name, logger: logger))
                     try channel.pipeline.syncOperations.addHandler(quiesce.makeServerChannelHandler(channel: channel))
                 }
             }
@@ -118,11 +125,12 @@ extension APNSMockServer {
             .childChannelOption(.maxMessagesPerRead, value: 16)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    guard limiter.admit() else {
+                    guard let id = connections.opened(limit: configuration.maxConnections) else {
+                        refusals.note()
                         try ConnectionLimiter.refuse(channel)
                         return
                     }
-                    let id = connections.opened()
+                    MemoryReturn.shared.connectionOpened()
                     var connectionLogger = logger
                     connectionLogger[metadataKey: "connection"] = "\(id)"
                     let connection: APNSConnection
@@ -132,14 +140,14 @@ extension APNSMockServer {
                             router: router, logger: connectionLogger)
                     } catch {
                         connections.closed()
-                        limiter.release()
+                        MemoryReturn.shared.connectionClosed()
                         throw error
                     }
                     let handler = APNSChannelHandler(
                         connection: connection, timeouts: timeouts, logger: connectionLogger,
                         onClose: {
                             connections.closed()
-                            limiter.release()
+                            MemoryReturn.shared.connectionClosed()
                         })
                     try channel.pipeline.syncOperations.addHandler(handler)
                 }

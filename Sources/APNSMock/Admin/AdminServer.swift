@@ -28,10 +28,12 @@ final class AdminServer: Sendable {
         var adminLogger = logger
         adminLogger[metadataKey: "listener"] = "admin"
         // The admin listener's defences (docs/architecture.md, "Limits and defences"): a connection
-        // limit and timeouts, around Hummingbird's HTTP/1.1 channel. Accept back-off is NIO's
-        // (Hummingbird binds through NIO's async bootstrap, which pauses accepting for a second
-        // when accept fails for want of descriptors).
-        let limiter = ConnectionLimiter(listener: "admin", limit: settings.maxConnections, logger: adminLogger)
+        // limit and timeouts, around Hummingbird's HTTP/1.1 channel. Hummingbird binds through NIO's
+        // async bootstrap, whose AcceptBackoffHandler cannot be replaced from here and does not stop
+        // a listener whose first accept fails (see AcceptPauseHandler); the descriptor budget
+        // (`serve`) is what keeps this listener away from EMFILE.
+        let limiter = ConnectionLimiter(
+            listener: "admin", limit: settings.maxConnections, setting: "admin.maxConnections", logger: adminLogger)
         let timeouts = AdminTimeouts(settings)
         let server = HTTPServerBuilder { responder in
             GuardedHTTP1Channel(inner: HTTP1Channel(responder: responder), limiter: limiter, timeouts: timeouts)

@@ -8,32 +8,20 @@ import Glibc
 
 internal import CAPNSMockShims
 
-/// One listener's connection limit: connections past it are closed at once with a TCP reset,
-/// and the refusals are logged (docs/architecture.md, "Limits and defences").
+/// A listener's connection limit as the admin listener keeps it: connections past it are closed
+/// at once with a TCP reset, and the refusals are logged (docs/architecture.md, "Limits and
+/// defences"). The TLS listeners count against one shared limit in ``ConnectionRegistry``.
 ///
 /// The count is taken when a connection is set up and given back when it closes, on whichever
 /// event loop that happens; a compare-and-exchange keeps it exact across loops.
 final class ConnectionLimiter: Sendable {
-    /// The listener's name in log lines: `apns`, `admin`.
-    let listener: String
     let limit: Int
+    let refusals: RefusalLog
     private let open = Atomic<Int>(0)
-    private let refusals = Mutex(Refusals())
-    private let logger: Logger
 
-    private struct Refusals {
-        var count: UInt64 = 0
-        var reported: UInt64 = 0
-        var lastReport: NIODeadline?
-    }
-
-    /// Refusals are logged at most this often (the first one at once).
-    static let reportInterval: TimeAmount = .seconds(10)
-
-    init(listener: String, limit: Int, logger: Logger) {
-        self.listener = listener
+    init(listener: String, limit: Int, setting: String, logger: Logger) {
         self.limit = max(1, limit)
-        self.logger = logger
+        self.refusals = RefusalLog(listener: listener, limit: self.limit, setting: setting, logger: logger)
     }
 
     /// Connections counted as open now.
@@ -51,7 +39,7 @@ final class ConnectionLimiter: Sendable {
             }
             current = original
         }
-        noteRefusal()
+        refusals.note()
         return false
     }
 
@@ -61,9 +49,45 @@ final class ConnectionLimiter: Sendable {
         MemoryReturn.shared.connectionClosed()
     }
 
-    private func noteRefusal() {
+    /// Closes a connection the limit refused, with a reset (SO_LINGER 0) so that the client
+    /// learns at once and the server keeps no TIME_WAIT state, as soon as it is registered.
+    static func refuse(_ channel: Channel) throws {
+        try channel.pipeline.syncOperations.addHandler(RefuseConnectionHandler())
+    }
+}
+
+/// Logs a listener's refused connections: the first at once, then at most every
+/// ``reportInterval`` with the number refused meanwhile, naming the listener, the limit and the
+/// setting that raises it.
+final class RefusalLog: Sendable {
+    let listener: String
+    let limit: Int
+    /// The configuration field that sets ``limit``.
+    let setting: String
+    private let logger: Logger
+    private let state = Mutex(State())
+
+    private struct State {
+        var count: UInt64 = 0
+        var reported: UInt64 = 0
+        var lastReport: NIODeadline?
+    }
+
+    static let reportInterval: TimeAmount = .seconds(10)
+
+    init(listener: String, limit: Int, setting: String, logger: Logger) {
+        self.listener = listener
+        self.limit = limit
+        self.setting = setting
+        self.logger = logger
+    }
+
+    /// Refusals so far.
+    var count: UInt64 { state.withLock { $0.count } }
+
+    func note() {
         let now = NIODeadline.now()
-        let report: UInt64? = refusals.withLock { state in
+        let report: UInt64? = state.withLock { state in
             state.count += 1
             if let last = state.lastReport, now - last < Self.reportInterval { return nil }
             state.lastReport = now
@@ -74,19 +98,9 @@ final class ConnectionLimiter: Sendable {
             logger.warning(
                 "connection limit reached: new connections are closed at once",
                 metadata: [
-                    "listener": "\(listener)", "limit": "\(limit)", "refused": "\(report)",
-                    "setting": "\(listener == "admin" ? "admin" : "server").maxConnections",
+                    "listener": "\(listener)", "limit": "\(limit)", "refused": "\(report)", "setting": "\(setting)",
                 ])
         }
-    }
-
-    /// Total refusals so far.
-    var refusedConnections: UInt64 { refusals.withLock { $0.count } }
-
-    /// Closes a connection the limit refused, with a reset (SO_LINGER 0) so that the client
-    /// learns at once and the server keeps no TIME_WAIT state, as soon as it is registered.
-    static func refuse(_ channel: Channel) throws {
-        try channel.pipeline.syncOperations.addHandler(RefuseConnectionHandler())
     }
 }
 
@@ -118,39 +132,75 @@ private final class RefuseConnectionHandler: ChannelInboundHandler {
 
 /// Accept back-off for a listener: when `accept` fails for want of a resource (descriptors,
 /// kernel buffers), the listener stops accepting for ``delay`` instead of retrying at once, which
-/// would spin a core on `accept4` → EMFILE for as long as the shortage lasts.
-enum AcceptBackoff {
-    /// Pause after a failed accept. Connections wait in the kernel's backlog meanwhile.
+/// spun a core on `accept4` → EMFILE for as long as the shortage lasted.
+///
+/// NIO's own `AcceptBackoffHandler` does not stop that loop: when the first `accept` of a read
+/// fails, the channel's read stays pending and it stays registered for readability, so the
+/// level-triggered poll wakes it again at once and its delayed `read()` is never asked for. This
+/// handler switches `autoRead` off instead, which unregisters the listening socket, and back on
+/// after the pause. Connections wait in the kernel's backlog meanwhile. Runs on the listener's
+/// event loop.
+final class AcceptPauseHandler: ChannelInboundHandler {
+    typealias InboundIn = NIOAny
+
+    /// Pause after a failed accept.
     static let delay: TimeAmount = .milliseconds(100)
 
+    private let listener: String
+    private let logger: Logger
+    private var resume: Scheduled<Void>?
+    private var lastReport: NIODeadline?
+    private var failures = 0
+
+    init(listener: String, logger: Logger) {
+        self.listener = listener
+        self.logger = logger
+    }
+
     /// The errors worth pausing for: NIO keeps the listener open on exactly these.
-    static func isResourceShortage(_ error: IOError) -> Bool {
+    static func isResourceShortage(_ error: any Error) -> Bool {
+        guard let error = error as? IOError else { return false }
         switch error.errnoCode {
         case EMFILE, ENFILE, ENOBUFS, ENOMEM: return true
         default: return false
         }
     }
 
-    /// NIO's `AcceptBackoffHandler` with the pause above and a warning, at most every ten seconds,
-    /// naming the error. Runs on the listener's event loop.
-    static func makeHandler(listener: String, logger: Logger) -> AcceptBackoffHandler {
-        var lastReport: NIODeadline?
-        var failures = 0
-        return AcceptBackoffHandler(shouldForwardIOErrorCaught: false) { error in
-            guard isResourceShortage(error) else { return nil }
-            failures += 1
-            let now = NIODeadline.now()
-            if lastReport.map({ now - $0 >= ConnectionLimiter.reportInterval }) ?? true {
-                lastReport = now
-                logger.warning(
-                    "accept failed: pausing the listener",
-                    metadata: [
-                        "listener": "\(listener)", "error": "\(error)", "pause": "\(delay)", "failures": "\(failures)",
-                    ])
-                failures = 0
-            }
-            return delay
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        guard Self.isResourceShortage(error) else {
+            context.fireErrorCaught(error)
+            return
         }
+        failures += 1
+        let now = NIODeadline.now()
+        if lastReport.map({ now - $0 >= RefusalLog.reportInterval }) ?? true {
+            lastReport = now
+            logger.warning(
+                "accept failed: pausing the listener",
+                metadata: [
+                    "listener": "\(listener)", "error": "\(error)", "pause": "\(Self.delay)", "failures": "\(failures)",
+                ])
+            failures = 0
+        }
+        guard resume == nil, let options = context.channel.syncOptions else { return }
+        try? options.setOption(.autoRead, value: false)
+        let channel = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        resume = context.eventLoop.scheduleTask(in: Self.delay) {
+            let (handler, context) = channel.value
+            handler.resume = nil
+            try? context.channel.syncOptions?.setOption(.autoRead, value: true)
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        resume?.cancel()
+        resume = nil
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        resume?.cancel()
+        resume = nil
     }
 }
 

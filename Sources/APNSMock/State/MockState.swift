@@ -83,6 +83,19 @@ final class ConnectionRegistry: Sendable {
         return nextID.add(1, ordering: .relaxed).newValue
     }
 
+    /// Counts a new connection in and returns its id, unless `limit` connections are open on the
+    /// TLS listeners already (`server.maxConnections`, docs/architecture.md "Limits and defences").
+    func opened(limit: Int) -> UInt64? {
+        var current = openCount.load(ordering: .relaxed)
+        while current < limit {
+            let (exchanged, original) = openCount.compareExchange(
+                expected: current, desired: current + 1, ordering: .relaxed)
+            if exchanged { return nextID.add(1, ordering: .relaxed).newValue }
+            current = original
+        }
+        return nil
+    }
+
     func closed() {
         openCount.subtract(1, ordering: .relaxed)
     }
