@@ -261,9 +261,15 @@ final class HTTP2Session {
     }
 
     /// A PING arrived: acknowledge it with the same opaque data, unless pings are withheld.
+    /// A client that sends PINGs faster than it reads the acknowledgements fills nghttp2's queue
+    /// of them (1,000): the connection then ends with ENHANCE_YOUR_CALM, as nghttp2's own
+    /// acknowledging did (docs/architecture.md, "Limits and defences").
     fileprivate func ping(_ opaqueData: UnsafePointer<UInt8>) {
         guard answersPings else { return }
-        _ = nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_ACK.rawValue), opaqueData)
+        let rc = nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_ACK.rawValue), opaqueData)
+        if rc == NGHTTP2_ERR_FLOODED.rawValue {
+            nghttp2_session_terminate_session(session, HTTP2ErrorCode.enhanceYourCalm.rawValue)
+        }
     }
 
     // MARK: Collecting a request (callbacks)

@@ -49,8 +49,8 @@ final class HTTP2Stream {
     /// Body being sent by the data provider, and how much of it has gone out.
     @exclusivity(unchecked) private(set) var responseBody: [UInt8] = []
     @exclusivity(unchecked) var responseOffset = 0
-    /// Set by whoever holds the stream's answer back on purpose (a fault's delay, a stream left
-    /// unanswered): while set, the connection's stuck-stream check does not time the stream, and
+    /// Set by whoever holds the stream's answer back for a while on purpose (a fault's delay;
+    /// ``isHeld`` counts the same for a stream never answered): while set, the connection's stuck-stream check does not time the stream, and
     /// the connection is not ended for idleness. Cleared when the stream is answered, reset or
     /// reused (docs/architecture.md, "Limits and defences").
     @exclusivity(unchecked) var exemptFromTimeouts = false
@@ -170,7 +170,7 @@ final class StreamPool {
         var result = Inspection()
         guard openCount > 0 else { return result }
         for stream in streams where stream.phase != .idle {
-            if stream.exemptFromTimeouts {
+            if stream.exemptFromTimeouts || stream.isHeld {
                 result.exempt += 1
                 continue
             }
