@@ -120,3 +120,22 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// libFuzzer targets (fuzz/, scripts/fuzz), added only when APNS_MOCK_FUZZ is set: they are built
+// with `-sanitize=fuzzer,address -parse-as-library` and start libFuzzer's driver from their own
+// entry point (FuzzDriver), which the normal build and test products must not see.
+if Context.environment["APNS_MOCK_FUZZ"] != nil {
+    let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
+        ("FuzzProviderToken", ["APNSMockCore"]),
+        ("FuzzPayload", ["APNSMockCore"]),
+        ("FuzzConfiguration", ["APNSMockCore"]),
+        ("FuzzAdminRequests", ["APNSMock", "APNSMockCore"]),
+        ("FuzzHTTP2Session", ["APNSMock", "APNSMockCore"]),
+    ]
+    package.targets.append(.target(name: "FuzzDriver", path: "fuzz/Sources/FuzzDriver"))
+    for target in fuzzTargets {
+        package.targets.append(.executableTarget(
+            name: target.name, dependencies: target.dependencies + ["FuzzDriver"], path: "fuzz/Sources/\(target.name)"))
+        package.products.append(.executable(name: target.name, targets: [target.name]))
+    }
+}
