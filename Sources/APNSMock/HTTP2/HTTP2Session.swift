@@ -51,6 +51,8 @@ final class HTTP2Session {
     /// DATA bytes received and not yet credited: the connection's, and per stream.
     @exclusivity(unchecked) private var uncreditedConnectionBytes = 0
     @exclusivity(unchecked) private var uncreditedStreamBytes: [(id: Int32, bytes: Int)] = []
+    /// Stream bodies up to this many bytes are not credited at stream level (see `data`).
+    static let streamCreditThreshold = 16_384
 
     /// Stream identifiers (RFC 9113 §5.1.1): the highest client stream id seen in a HEADERS frame,
     /// the ids a client skipped (idle forever: HEADERS on them is a PROTOCOL_ERROR), and the
@@ -362,14 +364,21 @@ final class HTTP2Session {
 
     fileprivate func data(streamID: Int32, bytes: UnsafeRawBufferPointer) {
         uncreditedConnectionBytes += bytes.count
-        if let last = uncreditedStreamBytes.last, last.id == streamID {
-            uncreditedStreamBytes[uncreditedStreamBytes.count - 1].bytes += bytes.count
-        } else {
-            uncreditedStreamBytes.append((streamID, bytes.count))
-        }
         withStream(streamID) { stream in
             guard stream.phase == .receiving else { return }
+            let before = stream.request.bodyLength
             stream.request.appendBody(bytes)
+            // A body within a quarter of the stream window never needs its window credited back
+            // (the request path's bodies are a few KB): only larger ones are, from then on whole.
+            let after = stream.request.bodyLength
+            if after > Self.streamCreditThreshold {
+                let credit = before > Self.streamCreditThreshold ? bytes.count : after
+                if let last = uncreditedStreamBytes.last, last.id == streamID {
+                    uncreditedStreamBytes[uncreditedStreamBytes.count - 1].bytes += credit
+                } else {
+                    uncreditedStreamBytes.append((streamID, credit))
+                }
+            }
             if let declared = stream.declaredLength, stream.request.bodyLength > declared {
                 _ = malformed(stream)  // more DATA than content-length announced
             }
