@@ -15,6 +15,7 @@ extension HostileClientTests {
     // it (the window is credited back between reads), so only the sans-I/O test is exact.
 
     @Test func headersOnAReusedStreamIDGetsStreamClosed() async throws {
+        let before = ProcessStatus.residentKiB()
         try await MockHarness.withRunningMock { mock in
             let client = try await Self.tlsClient(mock)
             try await client.send(H2.preface + H2.settings() + H2.request(stream: 1, token: Self.token, body: Self.body))
@@ -23,7 +24,7 @@ extension HostileClientTests {
             let outcome = await client.waitForClose()
             #expect(outcome.closed)
             #expect(H2.parse(outcome.received).compactMap(\.goaway).first?.errorCode == HTTP2ErrorCode.streamClosed.rawValue)
-            try await Self.expectStillServing(mock)
+            try await Self.expectHealthy(mock, residentBefore: before)
         }
     }
 

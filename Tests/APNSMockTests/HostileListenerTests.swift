@@ -13,6 +13,7 @@ extension HostileClientTests {
     /// Past server.maxConnections a new connection is closed at once (reset) and the refusal is
     /// logged; once connections close, new ones are served.
     @Test func connectionLimitRefusesNewConnectionsAtOnce() async throws {
+        let before = ProcessStatus.residentKiB()
         let (logger, log) = CapturingLogHandler.logger()
         try await MockHarness.withRunningMock(configure: { $0.maxConnections = 8 }, logger: logger) { mock in
             var held: [RawClient] = []
@@ -34,7 +35,7 @@ extension HostileClientTests {
             #expect(log.contains("limit=8"))
             for client in held { await client.close() }
             try await Task.sleep(for: .milliseconds(200))
-            try await Self.expectStillServing(mock)
+            try await Self.expectHealthy(mock, residentBefore: before)
         }
     }
 
@@ -49,6 +50,7 @@ extension HostileClientTests {
     /// Slowloris on the admin listener: headers sent a byte at a time, a body that never comes,
     /// a connection that sends nothing. Each is closed by its timeout.
     @Test func adminListenerClosesSlowAndIdleConnections() async throws {
+        let before = ProcessStatus.residentKiB()
         try await MockHarness.withRunningMock(configure: Self.adminTimeouts) { mock in
             let idle = try await RawClient.connect(port: mock.adminPort, security: .plaintext)
             let noBody = try await RawClient.connect(port: mock.adminPort, security: .plaintext)
@@ -69,11 +71,13 @@ extension HostileClientTests {
             #expect(ContinuousClock.now - started < .seconds(8))
             let stats = try await mock.admin.request("GET", "/v1/stats")
             #expect(stats.status == 200)
+            try await Self.expectHealthy(mock, residentBefore: before)
         }
     }
 
     /// Past admin.maxConnections a new admin connection is closed at once.
     @Test func adminConnectionLimit() async throws {
+        let before = ProcessStatus.residentKiB()
         try await MockHarness.withRunningMock(configure: { $0.admin.maxConnections = 4 }) { mock in
             var held: [RawClient] = []
             for _ in 0..<4 {
@@ -88,6 +92,7 @@ extension HostileClientTests {
             try await Task.sleep(for: .milliseconds(300))
             let stats = try await mock.admin.request("GET", "/v1/stats")
             #expect(stats.status == 200)
+            try await Self.expectHealthy(mock, residentBefore: before)
         }
     }
 
@@ -98,6 +103,7 @@ extension HostileClientTests {
     /// logs it; once descriptors are free again it serves.
     @Test func apnsListenerBacksOffWhenOutOfDescriptors() async throws {
         try await ServerProcess.withRunning(yaml: "server: { handshakeTimeout: 600 }\n") { server in
+            let residentBefore = server.residentKiB
             let lowered = try await ExternalTool.run("/usr/bin/prlimit", ["--pid", "\(server.pid)", "--nofile=64:64"])
             #expect(lowered.exitCode == 0, "\(lowered.stderr)")
             var clients: [RawClient] = []
@@ -114,6 +120,7 @@ extension HostileClientTests {
             let response = try await Curl.send(url: "\(server.baseURL)/3/device/\(Self.token)", caPath: server.certificates.caPath)
             #expect(response.status == 200)
             #expect(server.isAlive)
+            #expect(server.residentKiB <= residentBefore + Self.residentAllowanceMiB * 1024)
         }
     }
 
@@ -123,6 +130,7 @@ extension HostileClientTests {
     @Test func adminFloodCannotExhaustDescriptors() async throws {
         try await ServerProcess.withRunning(yaml: "admin: { idleTimeout: 2 }\n", descriptorLimit: 160) { server in
             #expect(server.log.contains("lowered the connection limits"))
+            let residentBefore = server.residentKiB
             var flood: [RawClient] = []
             for _ in 0..<300 {
                 guard let client = try? await RawClient.connect(port: server.adminPort, security: .plaintext) else { break }
@@ -141,6 +149,7 @@ extension HostileClientTests {
             for client in flood { await client.close() }
             let response = try await Curl.send(url: "\(server.baseURL)/3/device/\(Self.token)", caPath: server.certificates.caPath)
             #expect(response.status == 200)
+            #expect(server.residentKiB <= residentBefore + Self.residentAllowanceMiB * 1024)
         }
     }
 

@@ -90,11 +90,12 @@ extension HostileClientTests {
 
     /// TLS completes but the HTTP/2 preface never comes: closed after handshakeTimeout.
     @Test func connectionThatNeverSendsThePrefaceIsClosed() async throws {
+        let before = ProcessStatus.residentKiB()
         try await MockHarness.withRunningMock(configure: { $0.handshakeTimeout = .seconds(1) }) { mock in
             let client = try await Self.tlsClient(mock)
             let outcome = await client.waitForClose(timeout: .seconds(8))
             #expect(outcome.closed)
-            try await Self.expectStillServing(mock)
+            try await Self.expectHealthy(mock, residentBefore: before)
         }
     }
 
@@ -139,6 +140,8 @@ extension HostileClientTests {
             #expect(cpu < 0.3, "the process used \(cpu) s of CPU in 3 s with 300 stuck connections")
             for client in clients { await client.close() }
             #expect(server.isAlive)
+            let response = try await Curl.send(url: "\(server.baseURL)/3/device/\(Self.token)", caPath: server.certificates.caPath)
+            #expect(response.status == 200)
         }
     }
 }
