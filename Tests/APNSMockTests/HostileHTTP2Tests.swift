@@ -15,8 +15,8 @@ extension HostileClientTests {
     // it (the window is credited back between reads), so only the sans-I/O test is exact.
 
     @Test func headersOnAReusedStreamIDGetsStreamClosed() async throws {
-        let before = ProcessStatus.residentKiB()
-        try await MockHarness.withRunningMock { mock in
+        try await ServerProcess.withRunning { mock in
+            let before = mock.residentKiB
             let client = try await Self.tlsClient(mock)
             try await client.send(H2.preface + H2.settings() + H2.request(stream: 1, token: Self.token, body: Self.body))
             _ = await client.waitUntil { Self.hasResponse(H2.parse($0), stream: 1) }
@@ -33,8 +33,8 @@ extension HostileClientTests {
     /// CVE-2023-44487: streams opened and reset at once, by the thousand. nghttp2's reset rate
     /// limit ends the connection; memory stays flat.
     @Test func rapidReset() async throws {
-        let before = ProcessStatus.residentKiB()
-        try await MockHarness.withRunningMock { mock in
+        try await ServerProcess.withRunning { mock in
+            let before = mock.residentKiB
             let client = try await Self.tlsClient(mock)
             try await client.send(H2.preface + H2.settings())
             var stream: UInt32 = 1
@@ -55,8 +55,8 @@ extension HostileClientTests {
 
     /// CVE-2024-27316 style: a header block that never ends, CONTINUATION after CONTINUATION.
     @Test func continuationFlood() async throws {
-        let before = ProcessStatus.residentKiB()
-        try await MockHarness.withRunningMock { mock in
+        try await ServerProcess.withRunning { mock in
+            let before = mock.residentKiB
             let client = try await Self.tlsClient(mock)
             var bytes = H2.preface + H2.settings()
             bytes += H2.frame(.headers, stream: 1, payload: H2.headerBlock(Array(Self.postHeaders.prefix(4))))
@@ -73,9 +73,9 @@ extension HostileClientTests {
     /// HPACK bomb: one 4 KB field put in the dynamic table, then referenced by a one-byte index
     /// thousands of times. The header-list limit resets the stream; the connection carries on.
     @Test func hpackBomb() async throws {
-        let before = ProcessStatus.residentKiB()
         // Two streams before the first answer: allowed more than APNs' one pre-auth stream.
-        try await MockHarness.withRunningMock(configure: { $0.http2.streamsBeforeAuthentication = 10 }) { mock in
+        try await ServerProcess.withRunning(yaml: "server: { streamsBeforeAuthentication: 10 }\n") { mock in
+            let before = mock.residentKiB
             let client = try await Self.tlsClient(mock)
             var block = H2.headerBlock(Array(Self.postHeaders.prefix(4)))
             // Literal with incremental indexing, new name (0x40): lands at dynamic index 62.
@@ -109,8 +109,8 @@ extension HostileClientTests {
     /// PING after PING from a client that never reads the answers: nghttp2 stops at its limit of
     /// queued acknowledgements and the connection ends, instead of queueing without bound.
     @Test func pingFlood() async throws {
-        let before = ProcessStatus.residentKiB()
-        try await MockHarness.withRunningMock { mock in
+        try await ServerProcess.withRunning { mock in
+            let before = mock.residentKiB
             let client = try await Self.tlsClient(mock)
             try await client.send(H2.preface + H2.settings())
             try await client.stopReading()
@@ -130,8 +130,8 @@ extension HostileClientTests {
 
     /// Random bytes where frames belong: GOAWAY and close.
     @Test func garbageAfterThePreface() async throws {
-        let before = ProcessStatus.residentKiB()
-        try await MockHarness.withRunningMock { mock in
+        try await ServerProcess.withRunning { mock in
+            let before = mock.residentKiB
             let client = try await Self.tlsClient(mock)
             var generator = SystemRandomNumberGenerator()
             try? await client.send(H2.preface + H2.settings() + (0..<65_536).map { _ in UInt8.random(in: 0...255, using: &generator) })

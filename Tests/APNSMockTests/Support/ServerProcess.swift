@@ -116,6 +116,8 @@ struct ServerProcess: Sendable {
 
     var baseURL: String { "https://localhost:\(apnsPort)" }
     var adminURL: String { "http://127.0.0.1:\(adminPort)" }
+    var caPath: String { certificates.caPath }
+    var admin: AdminClient { AdminClient(baseURL: adminURL) }
 }
 
 /// What /proc says about a process.
