@@ -253,16 +253,15 @@ struct ConnectionTimeouts: Sendable {
 
     /// How often open streams are looked at: a quarter of the shorter stream timeout, between
     /// 50 ms and 5 s. Busy connections pay one scan of their open streams per interval.
-    var checkInterval: TimeAmount {
-        let quarter = min(request, response).nanoseconds / 4
-        return .nanoseconds(Swift.min(Swift.max(quarter, 50_000_000), 5_000_000_000))
-    }
+    let checkInterval: TimeAmount
 
     init(_ configuration: ServerConfiguration) {
         handshake = configuration.handshakeTimeout
         idle = configuration.idleTimeout
         request = configuration.requestTimeout
         response = configuration.responseTimeout
+        let quarter = min(request, response).nanoseconds / 4
+        checkInterval = .nanoseconds(Swift.min(Swift.max(quarter, 50_000_000), 5_000_000_000))
     }
 }
 
