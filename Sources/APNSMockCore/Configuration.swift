@@ -54,12 +54,12 @@ public struct Configuration: Sendable, Equatable {
         public var maxConnections: Int?
         /// Seconds a request's head and body may take to arrive, from its first byte.
         public var requestTimeout = 10
-        /// Seconds a response may take to be written out to a client that does not read it.
+        /// Seconds a response may stay stuck because the client does not read it.
         public var responseTimeout = 30
         /// Seconds a connection may stay open between requests.
         public var idleTimeout = 60
 
-        public static let defaultMaxConnections = 256
+        public static let defaultMaxConnections = 4096
 
         public init() {}
     }

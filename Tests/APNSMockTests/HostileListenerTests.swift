@@ -74,6 +74,50 @@ extension HostileClientTests {
         }
     }
 
+    /// A client that asks for a large page of records and never reads it: once the server cannot
+    /// write to it for admin.responseTimeout, the connection is closed and the buffered answer freed.
+    @Test func adminResponseNobodyReadsIsCutOff() async throws {
+        let yaml = "server: { streamsBeforeAuthentication: 100 }\n" + Self.adminTimeouts
+        try await ServerProcess.withRunning(yaml: yaml) { mock in
+            let payload = FileManager.default.temporaryDirectory.appendingPathComponent("apns-mock-page-\(UUID()).json")
+            // 3 KB payloads: a page of 10,000 records is over 30 MB, more than the socket buffers
+            // on both sides can hold, however far the kernel grows them.
+            let alert = String(repeating: "a record to be listed ", count: 140)
+            try Data(#"{"aps":{"alert":"\#(alert)"}}"#.utf8).write(to: payload)
+            defer { try? FileManager.default.removeItem(at: payload) }
+            let load = try await ExternalTool.run("h2load", [
+                "-n", "10000", "-c", "1", "-m", "100", "-d", payload.path,
+                "-H", "apns-topic: com.example.app", "-H", "authorization: \(try #require(Curl.demoAuthorization))",
+                "\(mock.baseURL)/3/device/\(Self.token)",
+            ], timeout: 120)
+            #expect(load.text.contains("10000 succeeded"), "\(load.text.suffix(400))")
+            let before = mock.residentKiB
+            let reader = try await RawClient.connect(port: mock.adminPort, security: .plaintext)
+            try await reader.stopReading()
+            try await reader.send(Array("GET /v1/notifications?limit=10000 HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
+            // Several MB of JSON: the socket buffers fill, the channel turns unwritable, and a
+            // second of that closes the connection. Read again afterwards: what was buffered
+            // arrives, then the close; a server still waiting would send the whole page and
+            // keep the connection open for the next request.
+            try await Task.sleep(for: .seconds(4))
+            try await reader.resumeReading()
+            let outcome = await reader.waitForClose(timeout: .seconds(15))
+            #expect(outcome.closed, "the admin listener kept writing to a client that reads nothing")
+            // The page was cut short: fewer body bytes than its content-length.
+            let text = String(decoding: outcome.received, as: UTF8.self)
+            let parts = text.components(separatedBy: "\r\n\r\n")
+            let length = parts.first?.split(separator: "\r\n")
+                .first { $0.lowercased().hasPrefix("content-length:") }
+                .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) }
+            let body = outcome.received.count - (parts.first?.utf8.count ?? 0) - 4
+            #expect(length != nil && body < length!, "the whole page (\(body) of \(length ?? -1) bytes) was sent")
+            await reader.close()
+            // The page (some 30 MB of JSON) was built whole before it went out; the allocator may
+            // keep its pages, once.
+            try await Self.expectHealthy(mock, residentBefore: before, allowanceMiB: 80)
+        }
+    }
+
     /// Past admin.maxConnections a new admin connection is closed at once.
     @Test func adminConnectionLimit() async throws {
         try await ServerProcess.withRunning(yaml: "admin: { maxConnections: 4 }\n") { mock in

@@ -10,7 +10,7 @@ struct AdminTimeouts: Sendable {
     var idle: TimeAmount
     /// A request (head and body) must arrive within this, counted from its first byte.
     var request: TimeAmount
-    /// A response must be written out within this, counted from its head.
+    /// A response may stay stuck this long (the channel unwritable: the client does not read it).
     var response: TimeAmount
 
     init(_ settings: AdminSettings) {
@@ -70,11 +70,15 @@ final class AdminConnectionClock {
         case receiving
         /// The request is complete and being handled (a wait may take minutes): no timer.
         case handling
-        /// The response is being written: the response timeout runs until it is flushed.
+        /// The response is being written: no timer while the client takes it (an event stream
+        /// goes on for as long as its client reads); the response timeout runs while it is stuck.
         case responding
     }
 
     private(set) var phase = Phase.idle
+    /// The response being written is an event stream (`text/event-stream`), whose writer bounds
+    /// what it buffers itself (it skips records for a client that falls behind): not timed.
+    var streaming = false
     private var timer: Scheduled<Void>?
     private let channel: Channel
     private let timeouts: AdminTimeouts
@@ -95,12 +99,27 @@ final class AdminConnectionClock {
         switch phase {
         case .idle: limit = (timeouts.idle, "admin.idleTimeout")
         case .receiving: limit = (timeouts.request, "admin.requestTimeout")
-        case .handling: limit = nil
-        case .responding: limit = (timeouts.response, "admin.responseTimeout")
+        case .handling, .responding: limit = nil
         }
         guard let (amount, setting) = limit else { return }
+        arm(amount, setting)
+    }
+
+    /// The channel stopped or started accepting writes: a response stuck for
+    /// `admin.responseTimeout` closes the connection.
+    func writabilityChanged(writable: Bool) {
+        guard phase == .responding || phase == .handling, !streaming else { return }
+        timer?.cancel()
+        timer = nil
+        if !writable {
+            arm(timeouts.response, "admin.responseTimeout")
+        }
+    }
+
+    private func arm(_ amount: TimeAmount, _ setting: String) {
         let channel = self.channel
         let logger = self.logger
+        timer?.cancel()
         timer = channel.eventLoop.scheduleTask(in: amount) {
             logger.debug("closing an admin connection", metadata: ["timeout": "\(setting)"])
             channel.close(promise: nil)
@@ -141,7 +160,8 @@ private final class AdminBytesWatcher: ChannelInboundHandler, RemovableChannelHa
 }
 
 /// Sees decoded request parts and the response parts written: a request's end stops the
-/// request timeout; a response's head starts the response timeout, its flushed end the idle one.
+/// request timeout, a response's flushed end starts the idle one, and a response the channel
+/// cannot take (unwritable) starts the response timeout.
 private final class AdminPartsWatcher: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -168,7 +188,8 @@ private final class AdminPartsWatcher: ChannelDuplexHandler, RemovableChannelHan
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         switch unwrapOutboundIn(data) {
-        case .head:
+        case .head(let head):
+            clock.streaming = head.headerFields[.contentType]?.hasPrefix("text/event-stream") ?? false
             clock.enter(.responding)
             context.write(data, promise: promise)
         case .body:
@@ -181,5 +202,10 @@ private final class AdminPartsWatcher: ChannelDuplexHandler, RemovableChannelHan
             }
             context.write(data, promise: written)
         }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        clock.writabilityChanged(writable: context.channel.isWritable)
+        context.fireChannelWritabilityChanged()
     }
 }
