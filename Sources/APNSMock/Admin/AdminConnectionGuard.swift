@@ -168,9 +168,23 @@ private final class AdminPartsWatcher: ChannelDuplexHandler, RemovableChannelHan
     typealias OutboundIn = HTTPResponsePart
     typealias OutboundOut = HTTPResponsePart
     let clock: AdminConnectionClock
+    /// Body bytes of the response being written; a large one asks for freed memory to be
+    /// returned once it is out (or dropped with its connection).
+    private var bodyBytes = 0
 
     init(clock: AdminConnectionClock) {
         self.clock = clock
+    }
+
+    private func responseReleased() {
+        if bodyBytes >= MemoryReturn.largeResponse {
+            MemoryReturn.shared.largeResponseReleased()
+        }
+        bodyBytes = 0
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        responseReleased()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -192,13 +206,17 @@ private final class AdminPartsWatcher: ChannelDuplexHandler, RemovableChannelHan
             clock.streaming = head.headerFields[.contentType]?.hasPrefix("text/event-stream") ?? false
             clock.enter(.responding)
             context.write(data, promise: promise)
-        case .body:
+        case .body(let buffer):
+            bodyBytes += buffer.readableBytes
             context.write(data, promise: promise)
         case .end:
             let written = promise ?? context.eventLoop.makePromise()
-            let clock = NIOLoopBound(self.clock, eventLoop: context.eventLoop)
-            written.futureResult.whenSuccess {
-                if clock.value.phase == .responding { clock.value.enter(.idle) }
+            let watcher = NIOLoopBound(self, eventLoop: context.eventLoop)
+            written.futureResult.whenComplete { result in
+                watcher.value.responseReleased()
+                if case .success = result, watcher.value.clock.phase == .responding {
+                    watcher.value.clock.enter(.idle)
+                }
             }
             context.write(data, promise: written)
         }

@@ -241,21 +241,35 @@ final class MemoryReturn: Sendable {
 
     /// Called when such a connection closed.
     func connectionClosed() {
-        let now = NIODeadline.now()
-        let schedule: TimeAmount? = state.withLock { state in
+        scheduleTrim { state in
             state.open = max(0, state.open - 1)
-            guard !state.pending, state.peak >= Self.burst, state.open * 4 <= state.peak else { return nil }
-            state.pending = true
-            var delay = Self.settleDelay
-            if let last = state.lastTrim, now - last < Self.minimumInterval {
-                delay = max(delay, Self.minimumInterval - (now - last))
-            }
-            return delay
-        }
-        if let schedule {
-            MultiThreadedEventLoopGroup.singleton.next().scheduleTask(in: schedule) { self.trim() }
+            return state.peak >= Self.burst && state.open * 4 <= state.peak
         }
     }
+
+    /// A response of at least ``largeResponse`` bytes (an admin page of big records) was written
+    /// out or dropped: its buffers are free, and a trim follows like after a burst.
+    func largeResponseReleased() {
+        scheduleTrim { _ in true }
+    }
+
+    /// Updates the state with `due` and, when it says a trim is due and none is pending, schedules
+    /// one after ``settleDelay`` but no sooner than ``minimumInterval`` after the last.
+    private func scheduleTrim(_ due: (inout State) -> Bool) {
+        let now = NIODeadline.now()
+        let delay: TimeAmount? = state.withLock { state in
+            guard due(&state), !state.pending else { return nil }
+            state.pending = true
+            guard let last = state.lastTrim, now - last < Self.minimumInterval else { return Self.settleDelay }
+            return max(Self.settleDelay, Self.minimumInterval - (now - last))
+        }
+        if let delay {
+            MultiThreadedEventLoopGroup.singleton.next().scheduleTask(in: delay) { self.trim() }
+        }
+    }
+
+    /// Responses this large leave enough freed heap behind to be worth a trim.
+    static let largeResponse = 8 << 20
 
     private func trim() {
         state.withLock { state in

@@ -22,7 +22,12 @@ final class RawClient: Sendable {
         self.collector = collector
     }
 
-    static func connect(port: Int, security: Security, group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton) async throws -> RawClient {
+    /// `receiveBuffer` sets SO_RCVBUF before connecting, which caps what the kernel takes in for
+    /// a client that stops reading (otherwise loopback autotuning absorbs tens of MB).
+    static func connect(
+        port: Int, security: Security, receiveBuffer: Int? = nil,
+        group: EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) async throws -> RawClient {
         let collector = Collector()
         let sslContext: NIOSSLContext?
         let serverName: String?
@@ -37,7 +42,11 @@ final class RawClient: Sendable {
             sslContext = try NIOSSLContext(configuration: configuration)
             serverName = name
         }
-        let channel = try await ClientBootstrap(group: group)
+        var bootstrap = ClientBootstrap(group: group)
+        if let receiveBuffer {
+            bootstrap = bootstrap.channelOption(.socketOption(.so_rcvbuf), value: SocketOptionValue(receiveBuffer))
+        }
+        let channel = try await bootstrap
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     if let sslContext {
