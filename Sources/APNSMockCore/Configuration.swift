@@ -171,6 +171,11 @@ public struct Configuration: Sendable, Equatable {
         /// recording off (to measure its cost).
         public var capacity = 100_000
 
+        /// The largest `capacity`: ten million records. A slot is reserved address space that
+        /// becomes resident only when a record lands in it, but each record holds its request
+        /// (payload included), so a full ring of this size takes gigabytes.
+        public static let maxCapacity = 10_000_000
+
         public init() {}
     }
 
@@ -301,7 +306,7 @@ extension Configuration {
         if let field = fields.optional("recording") {
             let recording = try field.mapping(allowing: ["capacity"])
             if let capacity = recording.optional("capacity") {
-                configuration.recording.capacity = try capacity.integer(in: 0...Int.max)
+                configuration.recording.capacity = try capacity.integer(in: 0...Recording.maxCapacity)
             }
         }
         if let field = fields.optional("faults") {

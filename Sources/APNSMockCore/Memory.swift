@@ -138,8 +138,13 @@ public struct TaggedSlots<Element>: ~Copyable {
     public init(count: Int) {
         self.count = Swift.max(1, count)
         elements = .allocate(capacity: self.count)
-        tags = .allocate(capacity: self.count)
-        tags.initialize(repeating: 0, count: self.count)
+        // calloc, not allocate + initialize: a large zeroed block comes straight from the kernel's
+        // zero pages, so the tags of a big ring cost no resident memory until slots are written.
+        // (Only a size the address space cannot hold fails; recording.capacity is capped far below.)
+        guard let zeroed = calloc(self.count, MemoryLayout<UInt64>.stride) else {
+            preconditionFailure("cannot reserve \(self.count) slots")
+        }
+        tags = zeroed.bindMemory(to: UInt64.self, capacity: self.count)
     }
 
     @inlinable
@@ -148,7 +153,7 @@ public struct TaggedSlots<Element>: ~Copyable {
             (elements + position).deinitialize(count: 1)
         }
         elements.deallocate()
-        tags.deallocate()
+        free(tags)
     }
 
     /// The tag of the slot at `position`; 0 when it is empty.

@@ -61,7 +61,9 @@ struct Serve: AsyncParsableCommand {
             if let port, !(0...65535).contains(port) { throw ValidationError("\(name) must be between 0 and 65535") }
         }
         if let threads, threads < 1 { throw ValidationError("--threads must be at least 1") }
-        if let recordingCapacity, recordingCapacity < 0 { throw ValidationError("--recording-capacity must be 0 or more") }
+        if let recordingCapacity, !(0...Configuration.Recording.maxCapacity).contains(recordingCapacity) {
+            throw ValidationError("--recording-capacity must be 0 to \(Configuration.Recording.maxCapacity)")
+        }
     }
 
     func run() async throws {
@@ -97,7 +99,7 @@ struct Serve: AsyncParsableCommand {
 
         let material = ConfigurationFile.material(for: file, directory: certs)
         do {
-            try material.ensure(logger: logger)
+            try material.ensure(logger: logger, tokenKeys: .atDefaultPaths)
         } catch {
             logger.error("cannot create the certificate material in \(material.directory): \(error)")
             throw ExitCode(1)

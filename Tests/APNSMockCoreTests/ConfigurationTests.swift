@@ -156,6 +156,9 @@ let configurationErrorRows: [ConfigurationErrorRow] = [
     ConfigurationErrorRow("environment", .invalidValue, "environment: staging"),
     ConfigurationErrorRow("recording.capacity", .invalidValue, "recording: { capacity: -1 }"),
     ConfigurationErrorRow("recording.capacity", .wrongType, "recording: { capacity: 1.5 }"),
+    // Once an allocation failure that named no field; then 819 MB resident before any request.
+    ConfigurationErrorRow("recording.capacity", .invalidValue, "recording: { capacity: 1000000000000 }"),
+    ConfigurationErrorRow("recording.capacity", .invalidValue, "recording: { capacity: 10000001 }"),
     ConfigurationErrorRow("teams", .contradiction, "teams: []"),
     ConfigurationErrorRow("teams[0].teamId", .invalidValue, "teams: [{ teamId: short, apps: [a.b] }]"),
     ConfigurationErrorRow("teams[0].teamId", .missingField, "teams: [{ apps: [a.b] }]"),

@@ -45,6 +45,11 @@ public struct TokenKeys: Sendable {
             for (keyIndex, key) in team.keys.enumerated() {
                 let field = "teams[\(teamIndex)].keys[\(keyIndex)].path"
                 let pem: String
+                guard FileManager.default.fileExists(atPath: key.path) else {
+                    throw TokenKeyError(
+                        field: field, file: key.path,
+                        problem: "does not exist (serve creates only keys at their default path, certs/AuthKey_<keyId>.p8; `apns-mock certs init --config FILE` or `apns-mock keys new` creates it)")
+                }
                 do {
                     pem = try String(contentsOfFile: key.path, encoding: .utf8)
                 } catch {

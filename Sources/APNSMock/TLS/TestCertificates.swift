@@ -86,9 +86,19 @@ public struct TestCertificates: Sendable {
         return path((key.path as NSString).lastPathComponent)
     }
 
-    /// Creates every missing file; returns the paths it wrote.
+    /// Which missing token keys ``ensure(logger:tokenKeys:)`` creates.
+    public enum TokenKeyCreation: Sendable {
+        /// Every configured key (`certs init`).
+        case all
+        /// Only keys at their default place, `certs/AuthKey_<keyId>.p8` (`serve`): those are the
+        /// mock's own, like the CA. A key whose configuration names another file is the user's,
+        /// and its absence stops start-up (docs/authentication.md).
+        case atDefaultPaths
+    }
+
+    /// Creates every missing file (token keys as `tokenKeys` says); returns the paths it wrote.
     @discardableResult
-    public func ensure(logger: Logger? = nil) throws -> [String] {
+    public func ensure(logger: Logger? = nil, tokenKeys creation: TokenKeyCreation = .all) throws -> [String] {
         let files = FileManager.default
         try files.createDirectory(atPath: directory, withIntermediateDirectories: true)
         var written: [String] = []
@@ -150,6 +160,7 @@ public struct TestCertificates: Sendable {
         for tokenKey in tokenKeys {
             let keyPath = tokenKeyPath(tokenKey)
             if files.fileExists(atPath: keyPath) { continue }
+            if creation == .atDefaultPaths, tokenKey.path != Configuration.Key.defaultPath(keyId: tokenKey.keyID) { continue }
             try write(ECKey.generateP256().privateKeyPEM(), to: keyPath, secret: true)
             written.append(keyPath)
         }
