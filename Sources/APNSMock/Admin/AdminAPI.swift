@@ -237,7 +237,11 @@ struct AdminAPI: Sendable {
                 return Self.error(.badRequest, "\(path): \(error.problem)")
             }
         }
-        let added = rules.map { FaultView(state.faults.add($0)) }
+        guard let entries = state.faults.add(rules) else {
+            return Self.error(
+                .conflict, "faults: at most \(FaultStore.maxRules) rules at once (\(state.faults.count) exist); DELETE /v1/faults removes them")
+        }
+        let added = entries.map(FaultView.init)
         if case .array = body {
             return Self.json(.created, FaultList(faults: added))
         }

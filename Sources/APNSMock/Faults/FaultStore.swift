@@ -6,6 +6,12 @@ import Synchronization
 /// The request path pays one atomic load while no rule exists (the usual case, and the benchmark
 /// case); only when rules exist does it take the lock, to pick a rule, roll its probability and
 /// count down its `times` as one step, so `times: 1` fires exactly once under concurrency.
+///
+/// Rules are indexed by the most selective field they name (token, channel, topic, connection,
+/// push type, kind; in that order), so a request looks only at the rules filed under its own
+/// values plus those that name none of these: ten thousand rules for other devices cost a
+/// request a handful of dictionary look-ups, not ten thousand comparisons. Among the candidates
+/// the oldest rule still wins, as in a scan.
 final class FaultStore: Sendable {
     /// A rule as the admin API lists it.
     struct Entry: Sendable {
@@ -20,9 +26,64 @@ final class FaultStore: Sendable {
         var random: FastRandom
     }
 
+    /// Where a rule is filed: the first of these fields it names.
+    private enum IndexKey: Hashable {
+        case token(String)
+        case channel(String)
+        case topic(String)
+        case connection(Int)
+        case pushType(PushType)
+        case kind(RecordKind)
+        /// Names none of them (only `afterRequests`, or nothing: every request).
+        case unkeyed
+
+        init(_ match: FaultRule.Match) {
+            if let token = match.token {
+                self = .token(token)
+            } else if let channel = match.channelId {
+                self = .channel(channel)
+            } else if let topic = match.topic {
+                self = .topic(topic)
+            } else if let connection = match.connection {
+                self = .connection(connection)
+            } else if let pushType = match.pushType {
+                self = .pushType(pushType)
+            } else if let kind = match.kind {
+                self = .kind(kind)
+            } else {
+                self = .unkeyed
+            }
+        }
+
+        /// The keys a request with these facts (token already canonical) may have rules under.
+        static func candidates(_ facts: FaultRule.Facts) -> [IndexKey] {
+            var keys: [IndexKey] = [.unkeyed, .connection(facts.connection), .kind(facts.kind)]
+            if let token = facts.token { keys.append(.token(token)) }
+            if let channel = facts.channelID { keys.append(.channel(channel)) }
+            if let topic = facts.topic { keys.append(.topic(topic)) }
+            if let pushType = facts.pushType { keys.append(.pushType(pushType)) }
+            return keys
+        }
+    }
+
     private struct State {
-        var entries: [Entry] = []
+        /// By rule number (the id), which grows with each rule added.
+        var entries: [Int: Entry] = [:]
+        /// Rule numbers under each key, ascending.
+        var index: [IndexKey: [Int]] = [:]
         var nextID = 1
+
+        mutating func insert(_ entry: Entry, number: Int) {
+            entries[number] = entry
+            index[IndexKey(entry.rule.match), default: []].append(number)
+        }
+
+        mutating func remove(number: Int) {
+            guard let entry = entries.removeValue(forKey: number) else { return }
+            let key = IndexKey(entry.rule.match)
+            index[key]?.removeAll { $0 == number }
+            if index[key]?.isEmpty == true { index[key] = nil }
+        }
     }
 
     private let state = Mutex(State())
@@ -38,28 +99,46 @@ final class FaultStore: Sendable {
         reset()
     }
 
+    /// Rules held at once: each costs a few hundred bytes, and the admin API refuses more.
+    static let maxRules = 100_000
+
     /// Adds `rule` and returns its id.
     @discardableResult
     func add(_ rule: FaultRule) -> Entry {
-        let entry = state.withLock { state -> Entry in
-            let number = state.nextID
-            state.nextID += 1
-            let random = seed.map { FastRandom(seed: $0 &+ UInt64(number)) } ?? FastRandom()
-            let entry = Entry(id: String(number), rule: rule, remaining: rule.times, random: random)
-            state.entries.append(entry)
-            hasRules.store(true, ordering: .releasing)
-            return entry
+        state.withLock { state in insert(rule, into: &state) }
+    }
+
+    /// Adds all of `rules`, or none when they would take the store past ``maxRules``.
+    func add(_ rules: [FaultRule]) -> [Entry]? {
+        state.withLock { state in
+            guard state.entries.count + rules.count <= Self.maxRules else { return nil }
+            return rules.map { insert($0, into: &state) }
         }
+    }
+
+    private func insert(_ rule: FaultRule, into state: inout State) -> Entry {
+        let number = state.nextID
+        state.nextID += 1
+        let random = seed.map { FastRandom(seed: $0 &+ UInt64(number)) } ?? FastRandom()
+        let entry = Entry(id: String(number), rule: rule, remaining: rule.times, random: random)
+        state.insert(entry, number: number)
+        hasRules.store(true, ordering: .releasing)
         return entry
     }
 
-    var entries: [Entry] { state.withLock { $0.entries } }
+    /// The rules, oldest first.
+    var entries: [Entry] {
+        state.withLock { state in state.entries.sorted { $0.key < $1.key }.map(\.value) }
+    }
+
+    var count: Int { state.withLock { $0.entries.count } }
 
     /// Removes one rule; false when no rule has that id.
     func remove(id: String) -> Bool {
-        state.withLock { state in
-            guard let index = state.entries.firstIndex(where: { $0.id == id }) else { return false }
-            state.entries.remove(at: index)
+        guard let number = Int(id) else { return false }
+        return state.withLock { state in
+            guard state.entries[number] != nil else { return false }
+            state.remove(number: number)
             hasRules.store(!state.entries.isEmpty, ordering: .releasing)
             return true
         }
@@ -68,6 +147,7 @@ final class FaultStore: Sendable {
     func removeAll() {
         state.withLock { state in
             state.entries.removeAll()
+            state.index.removeAll()
             hasRules.store(false, ordering: .releasing)
         }
     }
@@ -99,30 +179,48 @@ final class FaultStore: Sendable {
             token: token, topic: topic, pushType: pushType, connection: connection, requestNumber: requestNumber))
     }
 
+    /// How many rules a request with these facts is compared with (the index's candidates).
+    func candidateCount(_ request: FaultRule.Facts) -> Int {
+        var facts = request
+        facts.token = request.token.map(DeviceToken.canonical)
+        let keys = IndexKey.candidates(facts)
+        return state.withLock { state in keys.reduce(0) { $0 + (state.index[$1]?.count ?? 0) } }
+    }
+
     /// The first rule matching a request with these facts that fires (broadcast-side requests
     /// have no token; their topic is the app's bundle ID).
     func apply(_ request: FaultRule.Facts) -> FaultRule? {
         guard hasRules.load(ordering: .acquiring) else { return nil }
+        var facts = request
+        facts.token = request.token.map(DeviceToken.canonical)
+        let keys = IndexKey.candidates(facts)
         return state.withLock { state -> FaultRule? in
-            for index in state.entries.indices {
-                let rule = state.entries[index].rule
-                guard rule.match.matches(request) else { continue }
+            // The candidate lists are each ascending: walk them merged, oldest rule first.
+            var lists = keys.compactMap { state.index[$0].map { $0[...] } }
+            while true {
+                var oldest: (list: Int, number: Int)?
+                for (position, list) in lists.enumerated() {
+                    if let first = list.first, first < (oldest?.number ?? .max) { oldest = (position, first) }
+                }
+                guard let (list, number) = oldest else { return nil }
+                lists[list].removeFirst()
+                guard var entry = state.entries[number], entry.rule.match.matches(facts) else { continue }
+                let rule = entry.rule
                 if rule.probability < 1 {
-                    let roll = Double(state.entries[index].random.next() >> 11) * 0x1p-53
+                    let roll = Double(entry.random.next() >> 11) * 0x1p-53
+                    state.entries[number]?.random = entry.random
                     if roll >= rule.probability { continue }
                 }
-                state.entries[index].applied += 1
-                if let remaining = state.entries[index].remaining {
-                    if remaining <= 1 {
-                        state.entries.remove(at: index)
-                        hasRules.store(!state.entries.isEmpty, ordering: .releasing)
-                    } else {
-                        state.entries[index].remaining = remaining - 1
-                    }
+                entry.applied += 1
+                if let remaining = entry.remaining, remaining <= 1 {
+                    state.remove(number: number)
+                    hasRules.store(!state.entries.isEmpty, ordering: .releasing)
+                } else {
+                    entry.remaining = entry.remaining.map { $0 - 1 }
+                    state.entries[number] = entry
                 }
                 return rule
             }
-            return nil
         }
     }
 }
