@@ -332,7 +332,11 @@ extension Configuration {
         ])
         var broadcast = BroadcastSettings()
         if let host = fields.optional("host") { broadcast.host = try host.nonEmptyString() }
-        var taken = [configuration.server.port: "server.port", configuration.admin.port: "admin.port"]
+        // Port 0 (a free port each) collides with nothing; server and admin may both ask for it.
+        var taken: [Int: String] = [:]
+        for (port, owner) in [(configuration.server.port, "server.port"), (configuration.admin.port, "admin.port")] where port != 0 {
+            taken[port] = taken[port] ?? owner
+        }
         for name in ["sandboxPort", "productionPort"] {
             guard let port = fields.optional(name) else { continue }
             let value = try port.integer(in: portRange)

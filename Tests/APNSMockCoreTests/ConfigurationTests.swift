@@ -156,6 +156,9 @@ let configurationErrorRows: [ConfigurationErrorRow] = [
     ConfigurationErrorRow("environment", .invalidValue, "environment: staging"),
     ConfigurationErrorRow("recording.capacity", .invalidValue, "recording: { capacity: -1 }"),
     ConfigurationErrorRow("recording.capacity", .wrongType, "recording: { capacity: 1.5 }"),
+    // Found by FuzzConfiguration: server and admin both on port 0 with a broadcast section
+    // trapped on a duplicate dictionary key; a real clash is still a contradiction.
+    ConfigurationErrorRow("broadcast.sandboxPort", .contradiction, "server: { port: 2300 }\nbroadcast: { sandboxPort: 2300 }"),
     // Once an allocation failure that named no field; then 819 MB resident before any request.
     ConfigurationErrorRow("recording.capacity", .invalidValue, "recording: { capacity: 1000000000000 }"),
     ConfigurationErrorRow("recording.capacity", .invalidValue, "recording: { capacity: 10000001 }"),
@@ -302,4 +305,14 @@ func configurationError(row: ConfigurationErrorRow) throws {
     }
     #expect(badDevice.field == "topic")
     #expect(badDevice.kind == .contradiction)
+}
+
+/// Found by FuzzConfiguration: every listener on port 0 (each gets a free port) is no clash, and
+/// once trapped on a duplicate dictionary key while the broadcast section was checked.
+@Test func everyListenerOnPortZeroParses() throws {
+    let configuration = try Configuration.parse(
+        yaml: "server: { port: 0 }\nadmin: { port: 0 }\nbroadcast: { sandboxPort: 0, productionPort: 0 }\n", file: "ports.yaml")
+    #expect(configuration.server.port == 0)
+    #expect(configuration.admin.port == 0)
+    #expect(configuration.broadcast.sandboxPort == 0)
 }
