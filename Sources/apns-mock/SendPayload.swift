@@ -76,7 +76,7 @@ enum SendPayload {
             var members = base
             try apply(options, to: &members)
             let value = JSONValue.object(members)
-            return BuiltPayload(bytes: Array(JSONText.write(value).utf8), bundle: nil, isSimulatorFile: false, aps: value["aps"])
+            return BuiltPayload(bytes: Array(value.jsonText().utf8), bundle: nil, isSimulatorFile: false, aps: value["aps"])
         }
 
         let parsed: JSONValue
@@ -104,7 +104,7 @@ enum SendPayload {
         }
         try apply(options, to: &members)
         let value = JSONValue.object(members)
-        return BuiltPayload(bytes: Array(JSONText.write(value).utf8), bundle: bundle, isSimulatorFile: isSimulatorFile, aps: value["aps"])
+        return BuiltPayload(bytes: Array(value.jsonText().utf8), bundle: bundle, isSimulatorFile: isSimulatorFile, aps: value["aps"])
     }
 
     private static func read(_ file: String) throws(SendInputError) -> [UInt8] {
@@ -222,53 +222,3 @@ enum InputFiles {
     }
 }
 
-/// Writes a ``JSONValue`` back as compact JSON, members in order and numbers as written.
-enum JSONText {
-    static func write(_ value: JSONValue) -> String {
-        var out = ""
-        write(value, into: &out)
-        return out
-    }
-
-    private static func write(_ value: JSONValue, into out: inout String) {
-        switch value {
-        case .null: out += "null"
-        case .bool(let flag): out += flag ? "true" : "false"
-        case .number(let literal): out += literal
-        case .string(let text): writeString(text, into: &out)
-        case .array(let elements):
-            out += "["
-            for (index, element) in elements.enumerated() {
-                if index > 0 { out += "," }
-                write(element, into: &out)
-            }
-            out += "]"
-        case .object(let members):
-            out += "{"
-            for (index, member) in members.enumerated() {
-                if index > 0 { out += "," }
-                writeString(member.key, into: &out)
-                out += ":"
-                write(member.value, into: &out)
-            }
-            out += "}"
-        }
-    }
-
-    private static func writeString(_ text: String, into out: inout String) {
-        out += "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case let control where control.value < 0x20:
-                out += String(format: "\\u%04x", control.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        out += "\""
-    }
-}

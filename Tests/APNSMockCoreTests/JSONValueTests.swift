@@ -38,3 +38,27 @@ func refusesInvalidJSON(text: String) {
 @Test func loneSurrogateBecomesReplacementCharacter() throws {
     #expect(try JSONValue.parse(#""\ud800x""#) == .string("\u{FFFD}x"))
 }
+
+/// The one JSON writer (`apns-mock send`'s wire payload, the admin API's `.apns` files): members
+/// and number literals as parsed, control characters escaped, compact or indented.
+@Test func jsonTextWritesBackWhatWasParsed() throws {
+    let source = #"{"aps":{"alert":"line\none \"quoted\" \u0001","badge":1.50,"list":[true,null,[]],"empty":{}},"aps":2}"#
+    let value = try JSONValue.parse(Array(source.utf8))
+    #expect(value.jsonText() == source)
+    #expect(try JSONValue.parse(Array(value.jsonText().utf8)) == value)
+    #expect(value.jsonText(pretty: true) == """
+        {
+          "aps": {
+            "alert": "line\\none \\"quoted\\" \\u0001",
+            "badge": 1.50,
+            "list": [
+              true,
+              null,
+              []
+            ],
+            "empty": {}
+          },
+          "aps": 2
+        }
+        """)
+}

@@ -107,56 +107,7 @@ enum APNSFile {
 
     /// `value` as indented JSON, members in the payload's order, numbers as they were written.
     static func pretty(_ value: JSONValue) -> String {
-        var out = ""
-        write(value, indent: 0, into: &out)
-        return out
-    }
-
-    private static func write(_ value: JSONValue, indent: Int, into out: inout String) {
-        switch value {
-        case .null: out += "null"
-        case .bool(let flag): out += flag ? "true" : "false"
-        case .number(let literal): out += literal
-        case .string(let text): quote(text, into: &out)
-        case .array(let items):
-            guard !items.isEmpty else { out += "[]"; return }
-            out += "[\n"
-            for (offset, item) in items.enumerated() {
-                out += String(repeating: "  ", count: indent + 1)
-                write(item, indent: indent + 1, into: &out)
-                out += offset == items.count - 1 ? "\n" : ",\n"
-            }
-            out += String(repeating: "  ", count: indent) + "]"
-        case .object(let members):
-            guard !members.isEmpty else { out += "{}"; return }
-            out += "{\n"
-            for (offset, member) in members.enumerated() {
-                out += String(repeating: "  ", count: indent + 1)
-                quote(member.key, into: &out)
-                out += ": "
-                write(member.value, indent: indent + 1, into: &out)
-                out += offset == members.count - 1 ? "\n" : ",\n"
-            }
-            out += String(repeating: "  ", count: indent) + "}"
-        }
-    }
-
-    private static func quote(_ text: String, into out: inout String) {
-        out += "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        out += "\""
+        value.jsonText(pretty: true)
     }
 }
 
