@@ -167,3 +167,40 @@ struct AdminLoadTests {
         }
     }
 }
+
+extension AdminLoadTests {
+    /// A ring far smaller than a burst: records the ring evicts before the dispatcher reads them
+    /// are counted as skipped on the event stream, so every record of the burst is either
+    /// delivered or counted (they once vanished from the count, and a stream's totals fell short).
+    @Test func recordsEvictedBeforeDispatchAreCountedAsSkipped() async throws {
+        try await MockHarness.withRunningMock(configure: {
+            $0.http2.streamsBeforeAuthentication = 1000
+            $0.recordingCapacity = 8
+        }) { mock in
+            let payload = FileManager.default.temporaryDirectory.appendingPathComponent("apns-mock-evict-\(UUID()).json")
+            try Data(#"{"aps":{"alert":"evicted before dispatch"}}"#.utf8).write(to: payload)
+            defer { try? FileManager.default.removeItem(at: payload) }
+            let stream = try await EventStreamTests.subscribe(mock, "outcome=all")
+            let authorization = try #require(Curl.demoAuthorization)
+            let output = try await ExternalTool.run("h2load", [
+                "-n", "20000", "-c", "4", "-m", "100", "-d", payload.path,
+                "-H", "apns-topic: com.example.app", "-H", "authorization: \(authorization)",
+                "\(mock.baseURL)/3/device/\(EventStreamTests.token)",
+            ], timeout: 120)
+            #expect(output.text.contains("20000 succeeded"), "\(output.text)")
+            let accounted: @Sendable ([UInt8]) -> Int = { bytes in
+                let events = SSEEvent.parse(http: bytes).events
+                let skipped = events.filter { $0.event == "skipped" }.compactMap { EventStreamTests.skippedCount($0) }.reduce(0, +)
+                return events.filter { $0.event == "message" }.count + skipped
+            }
+            let received = await stream.waitUntil(timeout: .seconds(60)) { accounted($0) >= 20000 }
+            await stream.close()
+            #expect(accounted(received) == 20000)
+            let events = SSEEvent.parse(http: received).events
+            // Skip reports name seqs in order, none twice: the counts add up to the burst exactly.
+            let delivered = events.filter { $0.event == "message" }.compactMap { $0.id.flatMap(UInt64.init) }
+            #expect(delivered == delivered.sorted())
+            #expect(Set(delivered).count == delivered.count)
+        }
+    }
+}

@@ -270,8 +270,16 @@ final class RecordStore: Sendable {
                 let last = lastSeq
                 guard dispatched < last else { break }
                 let oldestKept = capacity == 0 ? last + 1 : (last > UInt64(capacity) ? last - UInt64(capacity) + 1 : 1)
-                var seq = max(dispatched + 1, clearedThrough + 1, oldestKept)
+                let cleared = clearedThrough
+                var seq = max(dispatched + 1, cleared + 1, oldestKept)
                 var reached = max(dispatched, seq - 1)
+                // Records the ring evicted before this round could read them (the dispatcher fell
+                // more than `capacity` behind): nobody was handed them, and event streams count them
+                // as skipped. Records deleted through the admin API are not counted.
+                var lost = Lost()
+                if oldestKept > max(dispatched, cleared) + 1 {
+                    lost.add(max(dispatched, cleared) + 1...oldestKept - 1)
+                }
                 var stoppedAtGap = false
                 batch.removeAll(keepingCapacity: true)
                 while seq <= last, batch.count < Self.dispatchBatch {
@@ -280,12 +288,14 @@ final class RecordStore: Sendable {
                     } else if lastSeq - seq < UInt64(capacity), seq > clearedThrough {
                         stoppedAtGap = true
                         break
+                    } else if seq > clearedThrough {
+                        lost.add(seq...seq)
                     }
                     reached = seq
                     seq += 1
                 }
                 if reached > dispatched {
-                    subscriptions.hand(batch, through: reached)
+                    subscriptions.hand(batch, lost: lost, through: reached)
                     dispatched = reached
                 }
                 batch.removeAll(keepingCapacity: true)
@@ -303,6 +313,35 @@ final class RecordStore: Sendable {
 
     /// Records read per dispatch round before they are handed out under the subscriptions' lock.
     static let dispatchBatch = 1024
+
+    /// Sequence numbers a dispatch round passed over because the ring had evicted their records.
+    /// Ascending, merged where they touch; empty in every round that kept up (no allocation).
+    struct Lost {
+        private(set) var ranges: [ClosedRange<UInt64>] = []
+
+        var isEmpty: Bool { ranges.isEmpty }
+
+        mutating func add(_ range: ClosedRange<UInt64>) {
+            if let previous = ranges.last, previous.upperBound + 1 == range.lowerBound {
+                ranges[ranges.count - 1] = previous.lowerBound...range.upperBound
+            } else {
+                ranges.append(range)
+            }
+        }
+
+        /// How many lost seqs lie after `threshold`, and the first and last of them.
+        func after(_ threshold: UInt64) -> (count: UInt64, first: UInt64, last: UInt64)? {
+            var count: UInt64 = 0
+            var first: UInt64 = 0
+            for range in ranges where range.upperBound > threshold {
+                let lower = max(range.lowerBound, threshold + 1)
+                if count == 0 { first = lower }
+                count += range.upperBound - lower + 1
+            }
+            guard count > 0, let last = ranges.last?.upperBound else { return nil }
+            return (count, first, last)
+        }
+    }
     /// The dispatcher's pause after a round that found records: the most it delays a record, and
     /// what bounds its wake-ups under load (at most ~500 rounds a second).
     static let roundInterval: Duration = .milliseconds(2)
@@ -378,6 +417,20 @@ final class Subscription: Sendable {
                 return nil
             }
             return Self.isReady(state) ? state.waiting.take() : nil
+        }
+        waiting?.resume()
+    }
+
+    /// Records it may have matched but will never be handed (evicted before the dispatcher read
+    /// them): an event stream counts them as skipped; a collecting wait has nothing to count.
+    func skip(count: Int, first: UInt64, last: UInt64) {
+        guard case .buffer = mode, count > 0 else { return }
+        let waiting = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard !state.batch.closed else { return nil }
+            if state.batch.skipped == 0 { state.batch.firstSkipped = first }
+            state.batch.skipped += count
+            state.batch.lastSkipped = max(state.batch.lastSkipped, last)
+            return state.waiting.take()
         }
         waiting?.resume()
     }
@@ -531,8 +584,9 @@ private final class Subscriptions: Sendable {
 
     /// Hands `records` (in `seq` order) to the subscriptions they match, and moves the dispatch
     /// mark to `through`.
-    func hand(_ records: [RawRecord], through: UInt64) {
+    func hand(_ records: [RawRecord], lost: RecordStore.Lost = .init(), through: UInt64) {
         state.withLock { state in
+            if !lost.isEmpty { state.index.reportLost(lost) }
             for record in records {
                 let (checked, handed) = state.index.offer(record)
                 state.checked &+= checked
@@ -653,6 +707,23 @@ private struct SubscriptionIndex {
             if byOutcome[value]?.isEmpty == true { byOutcome[value] = nil }
         }
         return true
+    }
+
+    /// Tells every event stream (buffer mode) about records it never saw because the ring evicted
+    /// them before the dispatcher read them: they are counted as skipped (those after its threshold).
+    func reportLost(_ lost: RecordStore.Lost) {
+        for table in [apnsIds, channelIds, tokens, collapseIds, reasons, topics, pushTypes] {
+            for entries in table.values { Self.reportLost(lost, to: entries) }
+        }
+        for entries in byOutcome.values { Self.reportLost(lost, to: entries) }
+    }
+
+    private static func reportLost(_ lost: RecordStore.Lost, to entries: [ObjectIdentifier: Entry]) {
+        for entry in entries.values {
+            // Seqs up to the threshold were the replay's to find.
+            guard let missed = lost.after(entry.threshold) else { continue }
+            entry.subscription.skip(count: Int(clamping: missed.count), first: missed.first, last: missed.last)
+        }
     }
 
     /// Hands `record` to every subscription it matches; returns how many filters were checked and
