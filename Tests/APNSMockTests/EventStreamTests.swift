@@ -217,8 +217,9 @@ struct EventStreamTests {
             waiter = client
             stopping = ContinuousClock.now
         }
-        // Not the 120 s the waiter asked for: it answered with what it had (nothing: 408).
-        #expect(ContinuousClock.now - stopping < .seconds(5))
+        // Not the 120 s the waiter asked for: it answered with what it had (nothing: 408). Well
+        // under a second on an idle machine; a loaded one has reached the harness's 5 s grace.
+        #expect(ContinuousClock.now - stopping < .seconds(10))
         let answer = String(decoding: waiter?.received ?? [], as: UTF8.self)
         #expect(answer.hasPrefix("HTTP/1.1 408"))
     }
