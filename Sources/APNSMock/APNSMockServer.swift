@@ -45,7 +45,9 @@ public struct APNSMockServer: Service {
         let state = MockState(configuration: configuration)
         let router = APIRouter(role: .apns, configuration: configuration, tokenKeys: tokenKeys, state: state, logger: logger)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.threads))
-        let quiesce = ServerQuiescingHelper(group: group)
+        // One quiescing helper per listener: a helper follows a single server channel (the first
+        // that registers), so a shared one would leave the others' connections without GOAWAY.
+        var quiescers: [ServerQuiescingHelper] = []
         var ports: [Int] = []
         do {
             // The APNs listener, then one channel-management listener per environment.
@@ -55,6 +57,8 @@ public struct APNSMockServer: Service {
                 (.channelManagement(.production), configuration.broadcast.host, configuration.broadcast.productionPort),
             ]
             for (role, host, port) in listeners {
+                let quiesce = ServerQuiescingHelper(group: group)
+                quiescers.append(quiesce)
                 let channel = try await Self.bindTLSListener(
                     host: host, port: port, router: router.serving(role), tlsContext: tlsContext,
                     group: group, quiesce: quiesce, configuration: configuration, logger: logger)
@@ -70,7 +74,7 @@ public struct APNSMockServer: Service {
         }
         let listener = RunningAPNSListener(
             port: ports[0], broadcastSandboxPort: ports[1], broadcastProductionPort: ports[2], group: group,
-            quiesce: quiesce, connections: state.connections, gracePeriod: configuration.shutdownGracePeriod,
+            quiescers: quiescers, connections: state.connections, gracePeriod: configuration.shutdownGracePeriod,
             logger: logger)
         // The admin listener starts once the APNs one is bound, so /healthz never answers 200
         // before requests can be sent.
@@ -164,9 +168,9 @@ public final class RunningAPNSListener: Sendable {
     public let broadcastSandboxPort: Int
     public let broadcastProductionPort: Int
     private let group: MultiThreadedEventLoopGroup
-    /// Released before the event loops are (see ``shutdown()``): its deinit completes a promise on
-    /// one of them, which must still be running.
-    private let quiesce: Mutex<ServerQuiescingHelper?>
+    /// One per TLS listener. Released before the event loops are (see ``shutdown()``): a helper's
+    /// deinit completes a promise on one of them, which must still be running.
+    private let quiescers: Mutex<[ServerQuiescingHelper]>
     private let connections: ConnectionRegistry
     private let gracePeriod: TimeAmount
     private let logger: Logger
@@ -187,13 +191,13 @@ public final class RunningAPNSListener: Sendable {
 
     init(
         port: Int, broadcastSandboxPort: Int, broadcastProductionPort: Int, group: MultiThreadedEventLoopGroup,
-        quiesce: ServerQuiescingHelper, connections: ConnectionRegistry, gracePeriod: TimeAmount, logger: Logger
+        quiescers: [ServerQuiescingHelper], connections: ConnectionRegistry, gracePeriod: TimeAmount, logger: Logger
     ) {
         self.port = port
         self.broadcastSandboxPort = broadcastSandboxPort
         self.broadcastProductionPort = broadcastProductionPort
         self.group = group
-        self.quiesce = Mutex(quiesce)
+        self.quiescers = Mutex(quiescers)
         self.connections = connections
         self.gracePeriod = gracePeriod
         self.logger = logger
@@ -217,18 +221,24 @@ public final class RunningAPNSListener: Sendable {
         // Everything here lives on one event loop, so that no callback hops to another loop that
         // may already have stopped when the group shuts down.
         let loop = group.next()
-        let drained = loop.makePromise(of: Void.self)
-        let quiesce = self.quiesce.withLock { $0.take() }
-        quiesce?.initiateShutdown(promise: drained)
+        var quiescers = self.quiescers.withLock { quiescers in
+            defer { quiescers = [] }
+            return quiescers
+        }
+        let drained = quiescers.map { quiesce in
+            let listenerDrained = loop.makePromise(of: Void.self)
+            quiesce.initiateShutdown(promise: listenerDrained)
+            return listenerDrained.futureResult
+        }
         let outcome = loop.makePromise(of: Bool.self)
         let deadline = loop.scheduleTask(in: gracePeriod) { outcome.succeed(false) }
-        drained.futureResult.whenComplete { _ in outcome.succeed(true) }
+        EventLoopFuture.andAllComplete(drained, on: loop).whenComplete { _ in outcome.succeed(true) }
         let inTime = (try? await outcome.futureResult.get()) ?? false
         deadline.cancel()
         if !inTime {
             logger.warning("grace period over; closing the remaining connections")
         }
-        _ = consume quiesce  // its deinit needs the event loops; they stop below
+        quiescers.removeAll()  // their deinits need the event loops; they stop below
         try? await group.shutdownGracefully()
         logger.info("APNs listener stopped")
     }

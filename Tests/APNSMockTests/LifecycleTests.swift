@@ -54,6 +54,30 @@ struct LifecycleTests {
         }
     }
 
+    /// Every TLS listener hears about the shutdown, not only the first one bound: a connection on
+    /// each channel-management listener gets GOAWAY Shutdown too, and is closed within the grace
+    /// period rather than cut off when the event loops stop.
+    @Test func shutdownReachesEveryListener() async throws {
+        try await MockHarness.withRunningMock { mock in
+            var clients: [RawClient] = []
+            for port in [mock.apnsPort, mock.channelManagementPort(.sandbox), mock.channelManagementPort(.production)] {
+                let client = try await RawClient.connect(port: port, security: .tls(caPath: mock.caPath, alpn: ["h2"]))
+                try await client.send(H2.preface + H2.settings())
+                _ = await client.waitUntil { H2.parse($0).contains { $0.type == H2.FrameType.settings.rawValue } }
+                clients.append(client)
+            }
+            let started = ContinuousClock.now
+            await mock.listener.shutdown()
+            #expect(ContinuousClock.now - started < .seconds(4), "the shutdown waited out its grace period")
+            for (index, client) in clients.enumerated() {
+                let outcome = await client.waitForClose(timeout: .seconds(5))
+                #expect(outcome.closed)
+                let goaway = H2.parse(outcome.received).compactMap(\.goaway).first
+                #expect(goaway?.debug == #"{"reason":"Shutdown"}"#, "listener \(index) sent no GOAWAY Shutdown")
+            }
+        }
+    }
+
     @Test func handshakeThatNeverCompletesIsClosed() async throws {
         try await MockHarness.withRunningMock(configure: { $0.handshakeTimeout = .milliseconds(300) }) { mock in
             let client = try await RawClient.connect(port: mock.apnsPort, security: .plaintext)
