@@ -94,7 +94,11 @@ struct EventStreamTests {
 
     /// A subscriber on a raw connection: the request is sent, the stream's opening comment read.
     static func subscribe(_ mock: RunningMock, _ query: String, headers: [String] = []) async throws -> RawClient {
-        let client = try await RawClient.connect(port: mock.adminPort, security: .plaintext)
+        try await subscribe(adminPort: mock.adminPort, query, headers: headers)
+    }
+
+    static func subscribe(adminPort: Int, _ query: String, headers: [String] = []) async throws -> RawClient {
+        let client = try await RawClient.connect(port: adminPort, security: .plaintext)
         let extra = headers.map { $0 + "\r\n" }.joined()
         try await client.send(Array("GET /v1/events?\(query) HTTP/1.1\r\nHost: 127.0.0.1\r\n\(extra)\r\n".utf8))
         _ = await client.waitUntil(timeout: .seconds(30)) { String(decoding: $0, as: UTF8.self).contains("apns-mock events") }
