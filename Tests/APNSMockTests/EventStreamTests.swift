@@ -105,13 +105,6 @@ struct EventStreamTests {
         return client
     }
 
-    static func residentBytes() -> Int {
-        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
-        else { return 0 }
-        return (Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0) * 1024
-    }
-
     // MARK: Filters and resumption
 
     @Test func streamsTheRecordsTheFilterMatches() async throws {
