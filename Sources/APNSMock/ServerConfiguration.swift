@@ -104,8 +104,8 @@ public struct AdminSettings: Sendable {
     public var maxConnections = Configuration.Admin.defaultMaxConnections
     /// A request (head and body) must arrive within this, counted from its first byte.
     public var requestTimeout: TimeAmount = .seconds(10)
-    /// A response the client stops taking (the connection unwritable) for this long closes the
-    /// connection; event streams, which skip records for a slow client, are not timed.
+    /// A response must be written out within this of its head (a client that does not read it is
+    /// cut off); event streams, which skip records for a slow client, are not timed.
     public var responseTimeout: TimeAmount = .seconds(30)
     /// A connection with no request in progress is closed after this.
     public var idleTimeout: TimeAmount = .seconds(60)

@@ -54,7 +54,7 @@ public struct Configuration: Sendable, Equatable {
         public var maxConnections: Int?
         /// Seconds a request's head and body may take to arrive, from its first byte.
         public var requestTimeout = 10
-        /// Seconds a response may stay stuck because the client does not read it.
+        /// Seconds a response (not an event stream) may take to be written out, from its head.
         public var responseTimeout = 30
         /// Seconds a connection may stay open between requests.
         public var idleTimeout = 60

@@ -59,11 +59,13 @@ enum DescriptorBudget {
         }
         var apns = server.maxConnections
         var admin = server.admin.maxConnections
+        // Lowered only, and only as far as needed: the admin listener first, to no less than its
+        // share of the budget, then the TLS listeners to what is left.
         if !adminExplicit {
-            admin = max(1, min(admin, budget / adminShare))
+            admin = max(1, min(admin, max(budget - apns, budget / adminShare)))
         }
         if !apnsExplicit {
-            apns = budget - admin
+            apns = min(apns, budget - admin)
         }
         guard apns >= 1, admin >= 1, apns + admin <= budget else {
             throw Overcommitted(description: message(server, available: available, budget: budget, source: source))

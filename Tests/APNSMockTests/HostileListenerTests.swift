@@ -74,8 +74,23 @@ extension HostileClientTests {
         }
     }
 
-    /// A client that asks for a large page of records and never reads it: once the server cannot
-    /// write to it for admin.responseTimeout, the connection is closed and the buffered answer freed.
+    /// An event stream outlives admin.responseTimeout and admin.idleTimeout (1 s each here): it is
+    /// not timed, and goes on delivering records.
+    @Test func eventStreamOutlivesTheAdminTimeouts() async throws {
+        try await ServerProcess.withRunning(yaml: Self.adminTimeouts) { mock in
+            let stream = try await EventStreamTests.subscribe(adminPort: mock.adminPort, "outcome=all")
+            let quiet = await stream.waitForClose(timeout: .seconds(3))
+            #expect(!quiet.closed, "the event stream was closed by a timeout")
+            let response = try await Curl.send(url: "\(mock.baseURL)/3/device/\(Self.token)", caPath: mock.caPath)
+            #expect(response.status == 200)
+            let received = await stream.waitUntil(timeout: .seconds(10)) { String(decoding: $0, as: UTF8.self).contains("\ndata: {") }
+            #expect(String(decoding: received, as: UTF8.self).contains("\ndata: {"))
+            await stream.close()
+        }
+    }
+
+    /// A client that asks for a large page of records and never reads it: admin.responseTimeout
+    /// after the response's head the connection is closed and the buffered answer freed.
     @Test func adminResponseNobodyReadsIsCutOff() async throws {
         let yaml = "server: { streamsBeforeAuthentication: 100 }\n" + Self.adminTimeouts
         try await ServerProcess.withRunning(yaml: yaml) { mock in

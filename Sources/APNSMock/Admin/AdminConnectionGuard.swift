@@ -38,8 +38,6 @@ struct GuardedHTTP1Channel: ServerChildChannel {
                 try ConnectionLimiter.refuse(channel)
                 return value
             }
-            let limiter = self.limiter
-            channel.closeFuture.whenComplete { _ in limiter.release() }
             let clock = AdminConnectionClock(channel: channel, timeouts: timeouts, logger: logger)
             let pipeline = channel.pipeline.syncOperations
             // Bytes first, before the HTTP decoder: a request starts with its first byte.
@@ -48,6 +46,9 @@ struct GuardedHTTP1Channel: ServerChildChannel {
             // connection-state handler).
             let state = try pipeline.handler(type: HTTPConnectionStateHandler.self)
             try pipeline.addHandler(AdminPartsWatcher(clock: clock), position: .before(state))
+            // Last, once nothing above can throw: the error path below releases otherwise.
+            let limiter = self.limiter
+            channel.closeFuture.whenComplete { _ in limiter.release() }
             return value
         }.flatMapErrorThrowing { error in
             if admitted { limiter.release() }
@@ -70,8 +71,9 @@ final class AdminConnectionClock {
         case receiving
         /// The request is complete and being handled (a wait may take minutes): no timer.
         case handling
-        /// The response is being written: no timer while the client takes it (an event stream
-        /// goes on for as long as its client reads); the response timeout runs while it is stuck.
+        /// The response is being written: the response timeout runs from its head until it is
+        /// out, except for an event stream, which goes on for as long as its client reads and
+        /// bounds what it buffers itself.
         case responding
     }
 
@@ -99,21 +101,11 @@ final class AdminConnectionClock {
         switch phase {
         case .idle: limit = (timeouts.idle, "admin.idleTimeout")
         case .receiving: limit = (timeouts.request, "admin.requestTimeout")
-        case .handling, .responding: limit = nil
+        case .handling: limit = nil
+        case .responding: limit = streaming ? nil : (timeouts.response, "admin.responseTimeout")
         }
         guard let (amount, setting) = limit else { return }
         arm(amount, setting)
-    }
-
-    /// The channel stopped or started accepting writes: a response stuck for
-    /// `admin.responseTimeout` closes the connection.
-    func writabilityChanged(writable: Bool) {
-        guard phase == .responding || phase == .handling, !streaming else { return }
-        timer?.cancel()
-        timer = nil
-        if !writable {
-            arm(timeouts.response, "admin.responseTimeout")
-        }
     }
 
     private func arm(_ amount: TimeAmount, _ setting: String) {
@@ -160,17 +152,20 @@ private final class AdminBytesWatcher: ChannelInboundHandler, RemovableChannelHa
 }
 
 /// Sees decoded request parts and the response parts written: a request's end stops the
-/// request timeout, a response's flushed end starts the idle one, and a response the channel
-/// cannot take (unwritable) starts the response timeout.
+/// request timeout, a response's head starts the response timeout (not for an event stream), and
+/// the flushed end of the last response started begins the idle one.
 private final class AdminPartsWatcher: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
     typealias OutboundIn = HTTPResponsePart
     typealias OutboundOut = HTTPResponsePart
     let clock: AdminConnectionClock
-    /// Body bytes of the response being written; a large one asks for freed memory to be
+    /// Body bytes of the responses being written; a large one asks for freed memory to be
     /// returned once it is out (or dropped with its connection).
     private var bodyBytes = 0
+    /// Responses whose head was written and whose end is not out yet (more than one when a client
+    /// pipelines requests): the connection is idle again only when none is left.
+    private var responsesOpen = 0
 
     init(clock: AdminConnectionClock) {
         self.clock = clock
@@ -203,8 +198,13 @@ private final class AdminPartsWatcher: ChannelDuplexHandler, RemovableChannelHan
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         switch unwrapOutboundIn(data) {
         case .head(let head):
-            clock.streaming = head.headerFields[.contentType]?.hasPrefix("text/event-stream") ?? false
-            clock.enter(.responding)
+            let streaming = head.headerFields[.contentType]?.hasPrefix("text/event-stream") ?? false
+            responsesOpen += 1
+            // An event stream behind a response still going out keeps that response's timer.
+            if !(streaming && responsesOpen > 1) {
+                clock.streaming = streaming
+                clock.enter(.responding)
+            }
             context.write(data, promise: promise)
         case .body(let buffer):
             bodyBytes += buffer.readableBytes
@@ -213,17 +213,16 @@ private final class AdminPartsWatcher: ChannelDuplexHandler, RemovableChannelHan
             let written = promise ?? context.eventLoop.makePromise()
             let watcher = NIOLoopBound(self, eventLoop: context.eventLoop)
             written.futureResult.whenComplete { result in
-                watcher.value.responseReleased()
-                if case .success = result, watcher.value.clock.phase == .responding {
-                    watcher.value.clock.enter(.idle)
+                let watcher = watcher.value
+                watcher.responsesOpen = max(0, watcher.responsesOpen - 1)
+                guard watcher.responsesOpen == 0 else { return }
+                watcher.responseReleased()
+                if case .success = result, watcher.clock.phase == .responding {
+                    watcher.clock.enter(.idle)
                 }
             }
             context.write(data, promise: written)
         }
     }
 
-    func channelWritabilityChanged(context: ChannelHandlerContext) {
-        clock.writabilityChanged(writable: context.channel.isWritable)
-        context.fireChannelWritabilityChanged()
-    }
 }

@@ -135,7 +135,8 @@ final class FaultStore: Sendable {
 
     /// Removes one rule; false when no rule has that id.
     func remove(id: String) -> Bool {
-        guard let number = Int(id) else { return false }
+        // Ids are compared as the text the API lists: "01" and "+1" are no rule's id.
+        guard let number = Int(id), String(number) == id else { return false }
         return state.withLock { state in
             guard state.entries[number] != nil else { return false }
             state.remove(number: number)

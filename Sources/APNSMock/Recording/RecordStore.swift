@@ -410,9 +410,11 @@ final class Subscription: Sendable {
             if state.batch.records.count < limit {
                 state.batch.records.append(record)
             } else if case .buffer = mode {
-                if state.batch.skipped == 0 { state.batch.firstSkipped = record.seq }
+                // Seqs evicted before dispatch may have been counted first, out of order with
+                // this batch's records: the report's range covers both.
+                state.batch.firstSkipped = state.batch.skipped == 0 ? record.seq : min(state.batch.firstSkipped, record.seq)
                 state.batch.skipped += 1
-                state.batch.lastSkipped = record.seq
+                state.batch.lastSkipped = max(state.batch.lastSkipped, record.seq)
             } else {
                 return nil
             }
@@ -427,7 +429,7 @@ final class Subscription: Sendable {
         guard case .buffer = mode, count > 0 else { return }
         let waiting = state.withLock { state -> CheckedContinuation<Void, Never>? in
             guard !state.batch.closed else { return nil }
-            if state.batch.skipped == 0 { state.batch.firstSkipped = first }
+            state.batch.firstSkipped = state.batch.skipped == 0 ? first : min(state.batch.firstSkipped, first)
             state.batch.skipped += count
             state.batch.lastSkipped = max(state.batch.lastSkipped, last)
             return state.waiting.take()
@@ -465,6 +467,8 @@ final class Subscription: Sendable {
             taken.firstSkipped = state.batch.firstSkipped
             taken.lastSkipped = state.batch.lastSkipped
             state.batch.skipped = 0
+            state.batch.firstSkipped = 0
+            state.batch.lastSkipped = 0
             state.wakeRequested = false
             return taken
         }
