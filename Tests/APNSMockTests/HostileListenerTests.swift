@@ -110,11 +110,11 @@ extension HostileClientTests {
             let reader = try await RawClient.connect(port: mock.adminPort, security: .plaintext, receiveBuffer: 16384)
             try await reader.stopReading()
             try await reader.send(Array("GET /v1/notifications?limit=10000 HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
-            // Several MB of JSON: the socket buffers fill, the channel turns unwritable, and a
-            // second of that closes the connection. Read again afterwards: what was buffered
-            // arrives, then the close; a server still waiting would send the whole page and
-            // keep the connection open for the next request.
-            try await Task.sleep(for: .seconds(4))
+            // Some 40 MB of JSON, built whole before its head goes out (seconds, on a loaded
+            // machine); a second after the head the connection is closed. Read again well after
+            // that: what was buffered arrives, then the close; a server still waiting would send
+            // the whole page and keep the connection open for the next request.
+            try await Task.sleep(for: .seconds(12))
             try await reader.resumeReading()
             let outcome = await reader.waitForClose(timeout: .seconds(15))
             #expect(outcome.closed, "the admin listener kept writing to a client that reads nothing")
