@@ -60,17 +60,10 @@ struct AdminLoadTests {
             }
             #expect(records.subscriberCount == 2000)
 
-            let payloadFile = FileManager.default.temporaryDirectory.appendingPathComponent("apns-mock-burst-\(UUID()).json")
-            try Data(#"{"aps":{"alert":"burst"}}"#.utf8).write(to: payloadFile)
-            defer { try? FileManager.default.removeItem(at: payloadFile) }
             let cpuBefore = Self.cpuSeconds()
             let started = ContinuousClock.now
-            let output = try await ExternalTool.run("h2load", [
-                "-n", "20000", "-c", "1", "-m", "100", "-d", payloadFile.path,
-                "-H", "apns-topic: com.example.app", "-H", "authorization: \(try #require(Curl.demoAuthorization))",
-                "\(mock.baseURL)/3/device/\(Self.token)",
-            ], timeout: 90)
-            #expect(output.text.contains("20000 succeeded"), "\(output.text) \(output.stderr)")
+            let load = try await H2Load.push(20000, to: mock.baseURL, token: Self.token, payload: #"{"aps":{"alert":"burst"}}"#, timeout: 90)
+            #expect(load.allSucceeded(20000), "\(load.text) \(load.output.stderr)")
             let statsStarted = ContinuousClock.now
             let stats = try await mock.admin.stats()
             let statsTook = ContinuousClock.now - statsStarted
@@ -116,17 +109,9 @@ struct AdminLoadTests {
         let yaml = "server: { streamsBeforeAuthentication: 1000 }\nrecording: { capacity: 5000 }\n"
         try await ServerProcess.withRunning(yaml: yaml) { mock in
             let body = #"{"aps":{"alert":{"title":"load","body":"\#(String(repeating: "x", count: 1500))"}}}"#
-            let payloadFile = FileManager.default.temporaryDirectory.appendingPathComponent("apns-mock-stall-\(UUID()).json")
-            try Data(body.utf8).write(to: payloadFile)
-            defer { try? FileManager.default.removeItem(at: payloadFile) }
-            let authorization = try #require(Curl.demoAuthorization)
             func burst(_ count: Int) async throws {
-                let output = try await ExternalTool.run("h2load", [
-                    "-n", String(count), "-c", "2", "-m", "100", "-d", payloadFile.path,
-                    "-H", "apns-topic: com.example.app", "-H", "authorization: \(authorization)",
-                    "\(mock.baseURL)/3/device/\(EventStreamTests.token)",
-                ], timeout: 120)
-                #expect(output.text.contains("\(count) succeeded"), "\(output.text)")
+                let load = try await H2Load.push(count, to: mock.baseURL, token: EventStreamTests.token, payload: body, clients: 2)
+                #expect(load.allSucceeded(count), "\(load.text)")
             }
             // Fill the ring and warm the allocator first, so that what grows later is the stream's.
             try await burst(10000)
@@ -178,17 +163,10 @@ extension AdminLoadTests {
             $0.http2.streamsBeforeAuthentication = 1000
             $0.recordingCapacity = 8
         }) { mock in
-            let payload = FileManager.default.temporaryDirectory.appendingPathComponent("apns-mock-evict-\(UUID()).json")
-            try Data(#"{"aps":{"alert":"evicted before dispatch"}}"#.utf8).write(to: payload)
-            defer { try? FileManager.default.removeItem(at: payload) }
             let stream = try await EventStreamTests.subscribe(mock, "outcome=all")
-            let authorization = try #require(Curl.demoAuthorization)
-            let output = try await ExternalTool.run("h2load", [
-                "-n", "20000", "-c", "4", "-m", "100", "-d", payload.path,
-                "-H", "apns-topic: com.example.app", "-H", "authorization: \(authorization)",
-                "\(mock.baseURL)/3/device/\(EventStreamTests.token)",
-            ], timeout: 120)
-            #expect(output.text.contains("20000 succeeded"), "\(output.text)")
+            let load = try await H2Load.push(
+                20000, to: mock.baseURL, token: EventStreamTests.token, payload: #"{"aps":{"alert":"evicted before dispatch"}}"#, clients: 4)
+            #expect(load.allSucceeded(20000), "\(load.text)")
             let accounted: @Sendable ([UInt8]) -> Int = { bytes in
                 let events = SSEEvent.parse(http: bytes).events
                 let skipped = events.filter { $0.event == "skipped" }.compactMap { EventStreamTests.skippedCount($0) }.reduce(0, +)

@@ -103,17 +103,11 @@ struct EndToEndTests {
         // h2load opens its first 100 streams before it reads the server's SETTINGS, so the
         // one-stream-until-authenticated limit is raised (as scripts/bench does).
         try await MockHarness.withRunningMock(configure: { $0.http2.streamsBeforeAuthentication = 1000 }) { mock in
-            let payloadFile = FileManager.default.temporaryDirectory.appendingPathComponent("apns-mock-payload-\(UUID()).json")
-            try Self.payload.write(to: payloadFile)
-            defer { try? FileManager.default.removeItem(at: payloadFile) }
-            let output = try await ExternalTool.run("h2load", [
-                "-n", "5000", "-c", "1", "-m", "200", "-d", payloadFile.path,
-                "-H", "apns-topic: com.example.app", "-H", "authorization: \(try #require(Curl.demoAuthorization))",
-                "\(mock.baseURL)/3/device/\(Self.token)",
-            ], timeout: 60)
-            #expect(output.exitCode == 0)
-            #expect(output.text.contains("requests: 5000 total, 5000 started, 5000 done, 5000 succeeded, 0 failed"))
-            #expect(output.text.contains("status codes: 5000 2xx, 0 3xx, 0 4xx, 0 5xx"))
+            let load = try await H2Load.push(
+                5000, to: mock.baseURL, token: Self.token, payload: String(decoding: Self.payload, as: UTF8.self), streams: 200, timeout: 60)
+            #expect(load.output.exitCode == 0)
+            #expect(load.text.contains("requests: 5000 total, 5000 started, 5000 done, 5000 succeeded, 0 failed"))
+            #expect(load.text.contains("status codes: 5000 2xx, 0 3xx, 0 4xx, 0 5xx"))
             #expect(mock.listener.totalConnections == 1)
         }
     }

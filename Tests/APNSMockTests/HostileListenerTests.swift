@@ -94,18 +94,11 @@ extension HostileClientTests {
     @Test func adminResponseNobodyReadsIsCutOff() async throws {
         let yaml = "server: { streamsBeforeAuthentication: 100 }\n" + Self.adminTimeouts
         try await ServerProcess.withRunning(yaml: yaml) { mock in
-            let payload = FileManager.default.temporaryDirectory.appendingPathComponent("apns-mock-page-\(UUID()).json")
             // 3 KB payloads: a page of 10,000 records is over 30 MB, more than the socket buffers
             // on both sides can hold, however far the kernel grows them.
             let alert = String(repeating: "a record to be listed ", count: 140)
-            try Data(#"{"aps":{"alert":"\#(alert)"}}"#.utf8).write(to: payload)
-            defer { try? FileManager.default.removeItem(at: payload) }
-            let load = try await ExternalTool.run("h2load", [
-                "-n", "10000", "-c", "1", "-m", "100", "-d", payload.path,
-                "-H", "apns-topic: com.example.app", "-H", "authorization: \(try #require(Curl.demoAuthorization))",
-                "\(mock.baseURL)/3/device/\(Self.token)",
-            ], timeout: 120)
-            #expect(load.text.contains("10000 succeeded"), "\(load.text.suffix(400))")
+            let load = try await H2Load.push(10000, to: mock.baseURL, token: Self.token, payload: #"{"aps":{"alert":"\#(alert)"}}"#)
+            #expect(load.allSucceeded(10000), "\(load.text.suffix(400))")
             let before = mock.residentKiB
             let reader = try await RawClient.connect(port: mock.adminPort, security: .plaintext, receiveBuffer: 16384)
             try await reader.stopReading()
@@ -220,17 +213,11 @@ extension HostileClientTests {
     @Test func residentMemoryReturnsAfterConnectionBursts() async throws {
         let yaml = "server: { streamsBeforeAuthentication: 10 }\nrecording: { capacity: 1000 }\n"
         try await ServerProcess.withRunning(yaml: yaml) { server in
-            let authorization = try #require(Curl.demoAuthorization)
-            let payload = FileManager.default.temporaryDirectory.appendingPathComponent("apns-mock-burst-\(UUID()).json")
-            try Data(Self.body).write(to: payload)
-            defer { try? FileManager.default.removeItem(at: payload) }
             func burst() async throws {
-                let output = try await ExternalTool.run("h2load", [
-                    "-n", "3000", "-c", "1500", "-m", "2", "-t", "2",
-                    "-H", "authorization: \(authorization)", "-H", "apns-topic: com.example.app",
-                    "-d", payload.path, "https://127.0.0.1:\(server.apnsPort)/3/device/\(Self.token)",
-                ], timeout: 120)
-                #expect(output.text.contains("status codes: 3000 2xx"), "\(output.text.suffix(600))")
+                let load = try await H2Load.push(
+                    3000, to: "https://127.0.0.1:\(server.apnsPort)", token: Self.token, payload: String(decoding: Self.body, as: UTF8.self),
+                    clients: 1500, streams: 2, threads: 2)
+                #expect(load.all2xx(3000), "\(load.text.suffix(600))")
             }
             // Warm up what a first request initialises, then measure.
             let warm = try await Curl.send(url: "\(server.baseURL)/3/device/\(Self.token)", caPath: server.certificates.caPath)
