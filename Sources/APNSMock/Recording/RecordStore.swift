@@ -86,8 +86,18 @@ final class RecordStore: Sendable {
     /// Records currently held.
     var count: Int {
         let last = lastSeq
-        let first = max(clearedThrough, last > UInt64(capacity) ? last - UInt64(capacity) : 0)
-        return Int(last - first)
+        return Int(last - max(clearedThrough, oldestKept(last: last) - 1))
+    }
+
+    /// The oldest `seq` the ring can still hold once `last` was handed out (`last + 1` when
+    /// recording is off: none).
+    private func oldestKept(last: UInt64) -> UInt64 {
+        capacity == 0 ? last + 1 : (last > UInt64(capacity) ? last - UInt64(capacity) + 1 : 1)
+    }
+
+    /// Whether `seq` (handed out) is recent enough to be in the ring, stored or about to be.
+    private func isWithinRing(_ seq: UInt64) -> Bool {
+        lastSeq - seq < UInt64(capacity)
     }
 
     /// Stores the record `make` builds for the `seq` it is given, and tells the dispatcher when
@@ -138,16 +148,14 @@ final class RecordStore: Sendable {
     ) -> (records: [RawRecord], next: UInt64) {
         let last = min(lastSeq, through)
         guard capacity > 0, since < last, limit > 0 else { return ([], since) }
-        let oldestKept = last > UInt64(capacity) ? last - UInt64(capacity) + 1 : 1
-        var seq = max(since + 1, clearedThrough + 1, oldestKept)
+        var seq = max(since + 1, clearedThrough + 1, oldestKept(last: last))
         var next = max(since, seq - 1)
         var found: [RawRecord] = []
         while seq <= last, found.count < limit {
             if let record = read(seq) {
                 if filter.matches(record) { found.append(record) }
             } else {
-                let stillKept = lastSeq - seq < UInt64(capacity)
-                if stillKept, seq > clearedThrough {
+                if isWithinRing(seq), seq > clearedThrough {
                     // Handed out but not yet stored: stop here so the cursor does not skip it.
                     break
                 }
@@ -269,23 +277,23 @@ final class RecordStore: Sendable {
             scanning: while true {
                 let last = lastSeq
                 guard dispatched < last else { break }
-                let oldestKept = capacity == 0 ? last + 1 : (last > UInt64(capacity) ? last - UInt64(capacity) + 1 : 1)
+                let oldest = oldestKept(last: last)
                 let cleared = clearedThrough
-                var seq = max(dispatched + 1, cleared + 1, oldestKept)
+                var seq = max(dispatched + 1, cleared + 1, oldest)
                 var reached = max(dispatched, seq - 1)
                 // Records the ring evicted before this round could read them (the dispatcher fell
                 // more than `capacity` behind): nobody was handed them, and event streams count them
                 // as skipped. Records deleted through the admin API are not counted.
                 var lost = Lost()
-                if oldestKept > max(dispatched, cleared) + 1 {
-                    lost.add(max(dispatched, cleared) + 1...oldestKept - 1)
+                if oldest > max(dispatched, cleared) + 1 {
+                    lost.add(max(dispatched, cleared) + 1...oldest - 1)
                 }
                 var stoppedAtGap = false
                 batch.removeAll(keepingCapacity: true)
                 while seq <= last, batch.count < Self.dispatchBatch {
                     if let record = read(seq) {
                         batch.append(record)
-                    } else if lastSeq - seq < UInt64(capacity), seq > clearedThrough {
+                    } else if isWithinRing(seq), seq > clearedThrough {
                         stoppedAtGap = true
                         break
                     } else if seq > clearedThrough {
