@@ -10,7 +10,7 @@ struct AdminTimeouts: Sendable {
     var idle: TimeAmount
     /// A request (head and body) must arrive within this, counted from its first byte.
     var request: TimeAmount
-    /// A response may stay stuck this long (the channel unwritable: the client does not read it).
+    /// A response (not an event stream) must be written out within this of its head.
     var response: TimeAmount
 
     init(_ settings: AdminSettings) {
@@ -95,8 +95,7 @@ final class AdminConnectionClock {
 
     func enter(_ phase: Phase) {
         self.phase = phase
-        timer?.cancel()
-        timer = nil
+        stop()
         let limit: (TimeAmount, String)?
         switch phase {
         case .idle: limit = (timeouts.idle, "admin.idleTimeout")
@@ -105,13 +104,8 @@ final class AdminConnectionClock {
         case .responding: limit = streaming ? nil : (timeouts.response, "admin.responseTimeout")
         }
         guard let (amount, setting) = limit else { return }
-        arm(amount, setting)
-    }
-
-    private func arm(_ amount: TimeAmount, _ setting: String) {
         let channel = self.channel
         let logger = self.logger
-        timer?.cancel()
         timer = channel.eventLoop.scheduleTask(in: amount) {
             logger.debug("closing an admin connection", metadata: ["timeout": "\(setting)"])
             channel.close(promise: nil)

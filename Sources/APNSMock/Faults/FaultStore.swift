@@ -182,19 +182,22 @@ final class FaultStore: Sendable {
 
     /// How many rules a request with these facts is compared with (the index's candidates).
     func candidateCount(_ request: FaultRule.Facts) -> Int {
+        let (_, keys) = Self.lookUp(request)
+        return state.withLock { state in keys.reduce(0) { $0 + (state.index[$1]?.count ?? 0) } }
+    }
+
+    /// The facts with the token in canonical form, and the index keys they may have rules under.
+    private static func lookUp(_ request: FaultRule.Facts) -> (FaultRule.Facts, [IndexKey]) {
         var facts = request
         facts.token = request.token.map(DeviceToken.canonical)
-        let keys = IndexKey.candidates(facts)
-        return state.withLock { state in keys.reduce(0) { $0 + (state.index[$1]?.count ?? 0) } }
+        return (facts, IndexKey.candidates(facts))
     }
 
     /// The first rule matching a request with these facts that fires (broadcast-side requests
     /// have no token; their topic is the app's bundle ID).
     func apply(_ request: FaultRule.Facts) -> FaultRule? {
         guard hasRules.load(ordering: .acquiring) else { return nil }
-        var facts = request
-        facts.token = request.token.map(DeviceToken.canonical)
-        let keys = IndexKey.candidates(facts)
+        let (facts, keys) = Self.lookUp(request)
         return state.withLock { state -> FaultRule? in
             // The candidate lists are each ascending: walk them merged, oldest rule first.
             var lists = keys.compactMap { state.index[$0].map { $0[...] } }
