@@ -45,14 +45,7 @@ final class EventStreams: Sendable {
 
     /// Takes one of the ``maximumStreams`` places; false when all are taken.
     func reserve() -> Bool {
-        var current = open.load(ordering: .relaxed)
-        while current < Self.maximumStreams {
-            let (exchanged, original) = open.compareExchange(
-                expected: current, desired: current + 1, ordering: .acquiringAndReleasing)
-            if exchanged { return true }
-            current = original
-        }
-        return false
+        open.increment(below: Self.maximumStreams)
     }
 
     func release() {

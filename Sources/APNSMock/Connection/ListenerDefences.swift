@@ -29,18 +29,12 @@ final class ConnectionLimiter: Sendable {
 
     /// Counts a new connection in, or returns false (and notes the refusal) at the limit.
     func admit() -> Bool {
-        var current = open.load(ordering: .relaxed)
-        while current < limit {
-            let (exchanged, original) = open.compareExchange(
-                expected: current, desired: current + 1, ordering: .relaxed)
-            if exchanged {
-                MemoryReturn.shared.connectionOpened()
-                return true
-            }
-            current = original
+        guard open.increment(below: limit) else {
+            refusals.note()
+            return false
         }
-        refusals.note()
-        return false
+        MemoryReturn.shared.connectionOpened()
+        return true
     }
 
     /// Gives back the count of a connection ``admit()`` let in.

@@ -43,11 +43,7 @@ public final class MockState: Sendable {
 
     /// Takes one of the held-stream places; false when all are taken.
     func holdStream() -> Bool {
-        if heldStreamCount.add(1, ordering: .relaxed).newValue > Self.heldStreamLimit {
-            heldStreamCount.subtract(1, ordering: .relaxed)
-            return false
-        }
-        return true
+        heldStreamCount.increment(below: Self.heldStreamLimit)
     }
 
     func releaseHeldStreams(_ count: Int) {
@@ -86,14 +82,8 @@ final class ConnectionRegistry: Sendable {
     /// Counts a new connection in and returns its id, unless `limit` connections are open on the
     /// TLS listeners already (`server.maxConnections`, docs/architecture.md "Limits and defences").
     func opened(limit: Int) -> UInt64? {
-        var current = openCount.load(ordering: .relaxed)
-        while current < limit {
-            let (exchanged, original) = openCount.compareExchange(
-                expected: current, desired: current + 1, ordering: .relaxed)
-            if exchanged { return nextID.add(1, ordering: .relaxed).newValue }
-            current = original
-        }
-        return nil
+        guard openCount.increment(below: limit) else { return nil }
+        return nextID.add(1, ordering: .relaxed).newValue
     }
 
     func closed() {
