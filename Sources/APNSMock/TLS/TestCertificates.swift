@@ -120,20 +120,7 @@ public struct TestCertificates: Sendable {
             ca = (certificate, key)
         }
 
-        if !files.fileExists(atPath: serverCertificatePath) || !files.fileExists(atPath: serverKeyPath) {
-            let key = try ECKey.generateP256()
-            let dnsNames = Self.defaultDNSNames + extraHosts.filter { !Self.isIPAddress($0) }
-            let ipAddresses = Self.defaultIPAddresses + extraHosts.filter(Self.isIPAddress)
-            let certificate = try CertificateIssuer.issue(
-                CertificateRequest(
-                    subject: [("O", "apns-mock"), ("CN", "apns-mock")],
-                    kind: .server(dnsNames: Array(Set(dnsNames)).sorted(), ipAddresses: Array(Set(ipAddresses)).sorted())),
-                key: key, issuer: ca)
-            try write(certificate.pem(), to: serverCertificatePath, secret: false)
-            try write(key.privateKeyPEM(), to: serverKeyPath, secret: true)
-            written += [serverCertificatePath, serverKeyPath]
-        }
-
+        written += try issueServer(.standard, kind: serverKind, issuer: ca)
         written += try ensureTrustScenarios(ca: ca)
 
         for app in apps {
@@ -172,30 +159,40 @@ public struct TestCertificates: Sendable {
 
     /// The server certificates of the trust scenarios (docs/configuration.md, `tls.scenario`):
     /// expired, naming another host, and under a second root through an intermediate.
+    /// A server certificate naming Apple's hosts, localhost, 127.0.0.1 and the extra hosts.
+    private var serverKind: CertificateRequest.Kind {
+        .server(
+            dnsNames: Array(Set(Self.defaultDNSNames + extraHosts.filter { !Self.isIPAddress($0) })).sorted(),
+            ipAddresses: Array(Set(Self.defaultIPAddresses + extraHosts.filter(Self.isIPAddress))).sorted())
+    }
+
+    /// Issues the server certificate (and key) of `scenario` unless both files exist; returns the
+    /// paths written. `chain` follows the certificate in its file.
+    private func issueServer(
+        _ scenario: Configuration.TLSScenario, kind: CertificateRequest.Kind, validFromDays: Int = 0, validDays: Int = 825,
+        issuer: (certificate: Certificate, key: ECKey), chain: [Certificate] = []
+    ) throws -> [String] {
+        let paths = serverPaths(for: scenario)
+        let files = FileManager.default
+        if files.fileExists(atPath: paths.certificate), files.fileExists(atPath: paths.key) { return [] }
+        let key = try ECKey.generateP256()
+        let commonName = scenario == .standard ? "apns-mock" : "apns-mock \(scenario.rawValue)"
+        let certificate = try CertificateIssuer.issue(
+            CertificateRequest(
+                subject: [("O", "apns-mock"), ("CN", commonName)], kind: kind,
+                validDays: validDays, validFromDays: validFromDays),
+            key: key, issuer: issuer)
+        try write(try ([certificate] + chain).map { try $0.pem() }.joined(), to: paths.certificate, secret: false)
+        try write(key.privateKeyPEM(), to: paths.key, secret: true)
+        return [paths.certificate, paths.key]
+    }
+
     private func ensureTrustScenarios(ca: (certificate: Certificate, key: ECKey)) throws -> [String] {
         let files = FileManager.default
         var written: [String] = []
-        let dnsNames = Array(Set(Self.defaultDNSNames + extraHosts.filter { !Self.isIPAddress($0) })).sorted()
-        let ipAddresses = Array(Set(Self.defaultIPAddresses + extraHosts.filter(Self.isIPAddress))).sorted()
-        func issueServer(
-            _ scenario: Configuration.TLSScenario, kind: CertificateRequest.Kind, validFromDays: Int = 0, validDays: Int = 825,
-            issuer: (certificate: Certificate, key: ECKey), chain: [Certificate] = []
-        ) throws {
-            let paths = serverPaths(for: scenario)
-            if files.fileExists(atPath: paths.certificate), files.fileExists(atPath: paths.key) { return }
-            let key = try ECKey.generateP256()
-            let certificate = try CertificateIssuer.issue(
-                CertificateRequest(
-                    subject: [("O", "apns-mock"), ("CN", "apns-mock \(scenario.rawValue)")], kind: kind,
-                    validDays: validDays, validFromDays: validFromDays),
-                key: key, issuer: issuer)
-            try write(try ([certificate] + chain).map { try $0.pem() }.joined(), to: paths.certificate, secret: false)
-            try write(key.privateKeyPEM(), to: paths.key, secret: true)
-            written += [paths.certificate, paths.key]
-        }
         // Valid from 30 days ago until yesterday.
-        try issueServer(.expired, kind: .server(dnsNames: dnsNames, ipAddresses: ipAddresses), validFromDays: -30, validDays: 29, issuer: ca)
-        try issueServer(.wrongHost, kind: .server(dnsNames: ["wrong-host.invalid"], ipAddresses: []), issuer: ca)
+        written += try issueServer(.expired, kind: serverKind, validFromDays: -30, validDays: 29, issuer: ca)
+        written += try issueServer(.wrongHost, kind: .server(dnsNames: ["wrong-host.invalid"], ipAddresses: []), issuer: ca)
 
         let nextIntermediate: (certificate: Certificate, key: ECKey)
         if files.fileExists(atPath: nextIntermediatePath), files.fileExists(atPath: nextIntermediateKeyPath) {
@@ -221,9 +218,7 @@ public struct TestCertificates: Sendable {
             written += [nextCAPath, nextCAKeyPath, nextIntermediatePath, nextIntermediateKeyPath]
             nextIntermediate = (intermediate, intermediateKey)
         }
-        try issueServer(
-            .newRoot, kind: .server(dnsNames: dnsNames, ipAddresses: ipAddresses), issuer: nextIntermediate,
-            chain: [nextIntermediate.certificate])
+        written += try issueServer(.newRoot, kind: serverKind, issuer: nextIntermediate, chain: [nextIntermediate.certificate])
         return written
     }
 
