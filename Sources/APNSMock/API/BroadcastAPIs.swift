@@ -60,12 +60,10 @@ struct ChannelAPI: Sendable {
     func decide(
         _ request: borrowing PushRequest, environment: APNSEnvironment, state: inout ConnectionState, channels: ChannelStore
     ) -> BroadcastSideVerdict<ChannelRequestVerdict> {
-        let auth = authenticator.authenticate(
-            authorization: request.authorization, environment: environment, now: Clock.nowSeconds(), state: &state.auth)
-        let context = BroadcastContext(
-            environment: environment, allowedTopics: auth.allowedTopics, authenticationFailure: auth.failure,
-            channels: state.channels.refreshed(from: channels.registry), settings: settings, validation: validation)
-        let verdict = validator.decideManagement(copy request, context: context)
+        let (auth, context) = BroadcastContext.deciding(
+            request, environment: environment, authenticator: authenticator, state: &state, channels: channels,
+            settings: settings, validation: validation)
+        let verdict = validator.decideManagement(request, context: context)
         return BroadcastSideVerdict(
             verdict: verdict, environment: environment, auth: auth.summary,
             requestID: .take(request.requestID, random: &state.random))
@@ -115,14 +113,28 @@ struct BroadcastAPI: Sendable {
         _ request: borrowing PushRequest, context: ConnectionContext, state: inout ConnectionState, channels: ChannelStore
     ) -> BroadcastSideVerdict<BroadcastVerdict> {
         let environment = state.environment(of: request, context: context, fallback: defaultEnvironment)
-        let auth = authenticator.authenticate(
-            authorization: request.authorization, environment: environment, now: Clock.nowSeconds(), state: &state.auth)
-        let broadcastContext = BroadcastContext(
-            environment: environment, allowedTopics: auth.allowedTopics, authenticationFailure: auth.failure,
-            channels: state.channels.refreshed(from: channels.registry), settings: settings, validation: validation)
-        let verdict = validator.decideBroadcast(copy request, context: broadcastContext, memo: &state.memo)
+        let (auth, broadcastContext) = BroadcastContext.deciding(
+            request, environment: environment, authenticator: authenticator, state: &state, channels: channels,
+            settings: settings, validation: validation)
+        let verdict = validator.decideBroadcast(request, context: broadcastContext, memo: &state.memo)
         return BroadcastSideVerdict(
             verdict: verdict, environment: environment, auth: auth.summary,
             requestID: .take(request.requestID, random: &state.random))
+    }
+}
+
+extension BroadcastContext {
+    /// What both broadcast-side APIs do before deciding: authenticate the request's credentials on
+    /// the connection and take the connection's snapshot of the channels.
+    static func deciding(
+        _ request: borrowing PushRequest, environment: APNSEnvironment, authenticator: Authenticator,
+        state: inout ConnectionState, channels: ChannelStore, settings: BroadcastSettings, validation: ValidationSettings
+    ) -> (AuthenticationResult, BroadcastContext) {
+        let auth = authenticator.authenticate(
+            authorization: request.authorization, environment: environment, now: Clock.nowSeconds(), state: &state.auth)
+        let context = BroadcastContext(
+            environment: environment, allowedTopics: auth.allowedTopics, authenticationFailure: auth.failure,
+            channels: state.channels.refreshed(from: channels.registry), settings: settings, validation: validation)
+        return (auth, context)
     }
 }
