@@ -6,6 +6,21 @@ import Testing
 /// ``HTTP2Session``, requests out to a delegate, responses in, bytes out.
 @Suite("HTTP/2 session without TLS")
 struct HTTP2SessionTests {
+    /// A response with the fields a test gives it.
+    struct TestResponse: HTTP2Response {
+        var status: Int
+        var body: [UInt8] = []
+        var uuids: [(name: StaticString, value: UUIDValue)] = []
+        var literals: [(name: StaticString, value: StaticString)] = []
+        var texts: [(name: StaticString, value: String)] = []
+
+        func writeFields(into fields: inout ResponseFields) {
+            for (name, value) in uuids { fields.add(name, uuid: value, uppercase: true, indexed: false) }
+            for (name, value) in literals { fields.add(name, literal: value) }
+            for (name, value) in texts { fields.add(name, text: value, indexed: false) }
+        }
+    }
+
     /// Receives the session's requests and answers them as a test says.
     final class Harness: HTTP2SessionDelegate {
         struct Received {
@@ -17,7 +32,7 @@ struct HTTP2SessionTests {
         var session: HTTP2Session!
         var received: [Received] = []
         /// Answers each request at once with this response; `nil` leaves requests unanswered.
-        var autoAnswer: HTTP2Response? = HTTP2Response(status: 200)
+        var autoAnswer: TestResponse? = TestResponse(status: 200)
         private let decoder = HPACKDecoder()
         /// Each response's decoded header fields, by stream.
         var responses: [UInt32: [(name: String, value: String)]] = [:]
@@ -83,9 +98,9 @@ struct HTTP2SessionTests {
         let harness = try Harness()
         let first = harness.exchange(H2.preface + H2.settings())
         #expect(first.first?.type == H2.FrameType.settings.rawValue)
-        var response = HTTP2Response(status: 400, body: Array(#"{"reason":"BadTopic"}"#.utf8))
-        response.add("apns-id", .uuid(UUIDValue(high: 0x0123_4567_89AB_4CDE, low: 0x8123_4567_89AB_CDEF), uppercase: true), indexed: false)
-        response.add("content-type", .literal("application/json"))
+        var response = TestResponse(status: 400, body: Array(#"{"reason":"BadTopic"}"#.utf8))
+        response.uuids.append(("apns-id", UUIDValue(high: 0x0123_4567_89AB_4CDE, low: 0x8123_4567_89AB_CDEF)))
+        response.literals.append(("content-type", "application/json"))
         harness.autoAnswer = response
         let frames = harness.exchange(Self.request(1, extra: [("apns-topic", "com.example.app"), ("user-agent", "t/1")], body: "{\"aps\":{}}"))
 
@@ -102,6 +117,22 @@ struct HTTP2SessionTests {
         let data = frames.filter { $0.type == H2.FrameType.data.rawValue && $0.stream == 1 }
         #expect(data.flatMap(\.payload) == Array(#"{"reason":"BadTopic"}"#.utf8))
         #expect(data.last.map { $0.flags & H2.endStream != 0 } == true)
+    }
+
+    /// Values past the header block's scratch space get buffers of their own and arrive intact.
+    @Test func longResponseValuesArriveWhole() throws {
+        let harness = try Harness()
+        harness.exchange(H2.preface + H2.settings())
+        let values = (0..<3).map { String(repeating: Character(UnicodeScalar(UInt8(ascii: "a") + $0)), count: 300) }
+        var response = TestResponse(status: 200)
+        response.texts = [("x-one", values[0]), ("x-two", values[1]), ("x-three", values[2])]
+        response.uuids.append(("apns-id", UUIDValue(high: 0x0123_4567_89AB_4CDE, low: 0x8123_4567_89AB_CDEF)))
+        harness.autoAnswer = response
+        harness.exchange(Self.request(1))
+        let fields = try #require(harness.responses[1])
+        #expect(fields.map(\.name) == [":status", "apns-id", "x-one", "x-two", "x-three"])
+        #expect(fields.dropFirst(2).map(\.value) == values)
+        #expect(fields[1].value == "01234567-89AB-4CDE-8123-456789ABCDEF")
     }
 
     /// A malformed request is reset with PROTOCOL_ERROR and never reaches the delegate; the next
@@ -161,8 +192,8 @@ struct HTTP2SessionTests {
         harness.exchange(Self.request(3))
         // The pool hands the same instance to the next stream.
         #expect(harness.received[1].stream === held.stream)
-        #expect(harness.session.submit(HTTP2Response(status: 200), on: held.stream, id: 1) == false)
-        #expect(harness.session.submit(HTTP2Response(status: 200), on: held.stream, id: 3))
+        #expect(harness.session.submit(TestResponse(status: 200), on: held.stream, id: 1) == false)
+        #expect(harness.session.submit(TestResponse(status: 200), on: held.stream, id: 3))
         harness.drain()
         #expect(harness.status(of: 3) == "200")
         #expect(harness.status(of: 1) == nil)

@@ -1,7 +1,6 @@
 import APNSMockCore
 
-/// The answer to one device push (or broadcast), in APNs' terms, before it becomes an
-/// ``HTTP2Response``.
+/// The answer to one device push, in APNs' terms; it writes itself out as an ``HTTP2Response``.
 ///
 /// A success carries the `apns-id` (and in the sandbox an `apns-unique-id`); an error carries the
 /// ``Rejection`` its JSON body is built from, never a hand-made body.
@@ -24,10 +23,12 @@ struct APNSResponse: Sendable {
 
         var text: String { text() }
 
-        func headerValue(uppercase: Bool = true) -> HTTP2Response.Value {
+        /// Writes the id as the header `name`; a generated one is not HPACK-indexed (it never
+        /// repeats), nor is an echoed one (a client sends a new one per request).
+        func write(as name: StaticString, uppercase: Bool = true, into fields: inout ResponseFields) {
             switch self {
-            case .echoed(let text): .text(text)
-            case .generated(let value): .uuid(value, uppercase: uppercase)
+            case .echoed(let text): fields.add(name, text: text, indexed: false)
+            case .generated(let value): fields.add(name, uuid: value, uppercase: uppercase, indexed: false)
             }
         }
 
@@ -54,18 +55,21 @@ struct APNSResponse: Sendable {
     /// The `apns-id` header value as text (for logs and records).
     var apnsIDText: String { apnsID.text }
 
+}
+
+extension APNSResponse: HTTP2Response {
+    /// For an error, `{"reason":…}`.
+    var body: [UInt8] { rejection.map(ErrorBody.bytes(for:)) ?? [] }
+
     /// On the wire: `apns-id` always, `apns-unique-id` when there is one, and for an error
-    /// `content-type: application/json` with `{"reason":…}` as the body. Generated ids never
-    /// repeat, so they are not HPACK-indexed.
-    var http2: HTTP2Response {
-        var response = HTTP2Response(status: status, body: rejection.map(ErrorBody.bytes(for:)) ?? [])
-        response.add("apns-id", apnsID.headerValue(), indexed: false)
+    /// `content-type: application/json`. Generated ids never repeat, so they are not HPACK-indexed.
+    func writeFields(into fields: inout ResponseFields) {
+        apnsID.write(as: "apns-id", into: &fields)
         if let uniqueID {
-            response.add("apns-unique-id", .uuid(uniqueID, uppercase: false), indexed: false)
+            fields.add("apns-unique-id", uuid: uniqueID, uppercase: false, indexed: false)
         }
         if rejection != nil {
-            response.add("content-type", .literal("application/json"))
+            fields.add("content-type", literal: "application/json")
         }
-        return response
     }
 }

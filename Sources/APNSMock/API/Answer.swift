@@ -23,8 +23,8 @@ struct Answer {
         case ignorePings(durationMs: Int)
     }
 
-    /// A response in its API's terms: laid out for HTTP/2 (``http2``) only when it is submitted,
-    /// so that deciding and recording pass a small value around.
+    /// A response in its API's terms: laid out for HTTP/2 only when it is submitted (each is an
+    /// ``HTTP2Response``), so that deciding and recording pass a small value around.
     enum Response {
         case apns(APNSResponse)
         case broadcast(BroadcastResponse)
@@ -36,12 +36,6 @@ struct Answer {
             }
         }
 
-        var http2: HTTP2Response {
-            switch self {
-            case .apns(let response): response.http2
-            case .broadcast(let response): response.http2
-            }
-        }
     }
 
     /// `nil` when ``action`` replaces the response (shrink-streams and ignore-pings keep it).

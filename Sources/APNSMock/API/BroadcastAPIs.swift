@@ -1,6 +1,6 @@
 import APNSMockCore
 
-/// A broadcast-side answer in APNs' terms, before it becomes an ``HTTP2Response``: every response
+/// A broadcast-side answer in APNs' terms, written out as an ``HTTP2Response``: every response
 /// carries `apns-request-id` (the client's, echoed, or a generated lowercase UUID); a created channel
 /// adds `apns-channel-id`, an accepted broadcast `apns-unique-id`; an error carries its
 /// ``Rejection`` and the JSON body built from it.
@@ -11,25 +11,28 @@ struct BroadcastResponse: Sendable {
     var uniqueID: UUIDValue?
     var rejection: Rejection?
     /// A JSON body of a success (a read channel, the channel list).
-    var body: [UInt8] = []
+    var successBody: [UInt8] = []
 
     static func rejected(_ rejection: Rejection, requestID: APNSResponse.RequestID) -> BroadcastResponse {
         BroadcastResponse(status: rejection.status, requestID: requestID, rejection: rejection)
     }
+}
 
-    var http2: HTTP2Response {
-        var response = HTTP2Response(status: status, body: rejection.map(ErrorBody.bytes(for:)) ?? body)
-        response.add("apns-request-id", requestID.headerValue(uppercase: false), indexed: false)
+extension BroadcastResponse: HTTP2Response {
+    /// For an error `{"reason":…}`, else the success's JSON, if any.
+    var body: [UInt8] { rejection.map(ErrorBody.bytes(for:)) ?? successBody }
+
+    func writeFields(into fields: inout ResponseFields) {
+        requestID.write(as: "apns-request-id", uppercase: false, into: &fields)
         if let channelID {
-            response.add("apns-channel-id", .text(channelID), indexed: false)
+            fields.add("apns-channel-id", text: channelID, indexed: false)
         }
         if let uniqueID {
-            response.add("apns-unique-id", .uuid(uniqueID, uppercase: false), indexed: false)
+            fields.add("apns-unique-id", uuid: uniqueID, uppercase: false, indexed: false)
         }
-        if rejection != nil || !body.isEmpty {
-            response.add("content-type", .literal("application/json"))
+        if rejection != nil || !successBody.isEmpty {
+            fields.add("content-type", literal: "application/json")
         }
-        return response
     }
 }
 
@@ -81,13 +84,13 @@ struct ChannelAPI: Sendable {
             return .rejected(Rejection(.internalServerError), requestID: requestID)
         case .read(let channel):
             let body = #"{"message-storage-policy":\#(channel.storagePolicy.rawValue),"push-type":"\#(BroadcastValidator.channelPushType)"}"#
-            return BroadcastResponse(status: 200, requestID: requestID, body: Array(body.utf8))
+            return BroadcastResponse(status: 200, requestID: requestID, successBody: Array(body.utf8))
         case .delete:
             return BroadcastResponse(status: 204, requestID: requestID)
         case .list(let channels):
             // BroadcastChannel IDs are base64: no JSON escaping needed.
             let body = #"{"channels":["# + channels.map { "\"\($0.id)\"" }.joined(separator: ",") + "]}"
-            return BroadcastResponse(status: 200, requestID: requestID, body: Array(body.utf8))
+            return BroadcastResponse(status: 200, requestID: requestID, successBody: Array(body.utf8))
         }
     }
 }

@@ -52,8 +52,13 @@ final class APNSConnection {
     private var normalStreamLimit: UInt32 = 0
     /// Streams this connection holds unanswered (`hang`), counted in ``MockState/heldStreams``.
     private var heldStreams = 0
-    private var context: ConnectionContext
-    private var requestState: ConnectionState
+    // Read, and for the request state borrowed `inout`, by every request while deciding and
+    // recording calls into other types: the compiler cannot prove those calls leave the properties
+    // alone, so it would check each access at run time. Only this connection's event loop touches
+    // them, and nothing reached from deciding or recording holds the connection, so the accesses
+    // never overlap; the per-request checks are skipped.
+    @exclusivity(unchecked) private var context: ConnectionContext
+    @exclusivity(unchecked) private var requestState: ConnectionState
 
     init(id: UInt64, tlsContext: TLSContext, settings: HTTP2Settings, router: APIRouter, logger: Logger) throws {
         self.id = id
@@ -358,8 +363,10 @@ extension APNSConnection: HTTP2SessionDelegate {
                 session.answersPings = true
             }
         }
-        if let response = answer.response {
-            session.submit(response.http2, on: stream, id: id)
+        switch answer.response {
+        case .apns(let response)?: session.submit(response, on: stream, id: id)
+        case .broadcast(let response)?: session.submit(response, on: stream, id: id)
+        case nil: break
         }
     }
 

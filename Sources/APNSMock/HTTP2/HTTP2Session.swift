@@ -203,11 +203,12 @@ final class HTTP2Session {
     /// Queues `response` on `stream`, if the stream still waits for the answer to request `id`
     /// (it may have been closed, or recycled for another stream, meanwhile). Returns whether it did.
     @discardableResult
-    func submit(_ response: HTTP2Response, on stream: HTTP2Stream, id: Int32) -> Bool {
+    func submit<Response: HTTP2Response>(_ response: borrowing Response, on stream: HTTP2Stream, id: Int32) -> Bool {
         guard stream.awaitsAnswer(id: id) else { return false }
-        stream.respond(body: response.body)
+        let body = response.body
+        stream.respond(body: body)
         let rc = responseHeaders.withHeaders(for: response) { headers, count in
-            if response.body.isEmpty {
+            if body.isEmpty {
                 return nghttp2_submit_response(session, id, headers, count, nil)
             }
             var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: readResponseBody)

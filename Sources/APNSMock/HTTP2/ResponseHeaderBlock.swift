@@ -5,84 +5,117 @@ internal import CNGHTTP2
 ///
 /// Contract: ``withHeaders(for:_:)`` calls `body` with `nghttp2_nv` entries that are valid only
 /// during the call. Names are static strings that nghttp2 is told not to copy; values (status
-/// digits, UUIDs as hex, text) are written into a scratch buffer this block owns, which grows when
-/// a response needs more than it has (it never shrinks), so a response costs no allocation.
+/// digits, UUIDs as hex, text) are written into a scratch buffer this block owns, so a response
+/// costs no allocation. A value that does not fit (no response of the mock's APIs comes near) gets
+/// a buffer of its own, freed after the call.
 final class ResponseHeaderBlock {
-    private var scratch: UnsafeMutableRawBufferPointer
+    private let scratch: UnsafeMutableBufferPointer<UInt8>
+    private let headers: UnsafeMutableBufferPointer<nghttp2_nv>
+
+    /// Bytes of values a response can carry before they overflow into separate buffers.
+    static let scratchCapacity = 512
 
     init() {
-        scratch = .allocate(byteCount: 256, alignment: 8)
+        scratch = .allocate(capacity: Self.scratchCapacity)
+        headers = .allocate(capacity: ResponseFields.capacity + 1)
     }
 
     deinit {
         scratch.deallocate()
+        headers.deallocate()
     }
 
     private static let statusName: StaticString = ":status"
 
-    private static func length(of value: HTTP2Response.Value) -> Int {
-        switch value {
-        case .literal: 0  // passed from its static storage
-        case .uuid: UUIDValue.textLength
-        case .text(let text): text.utf8.count
+    func withHeaders<Response: HTTP2Response, R>(
+        for response: borrowing Response, _ body: (UnsafePointer<nghttp2_nv>, Int) -> R
+    ) -> R {
+        var fields = ResponseFields(headers: headers, scratch: scratch)
+        let status = max(100, min(999, response.status))
+        fields.add(Self.statusName, digits: status, indexed: true)
+        response.writeFields(into: &fields)
+        return body(UnsafePointer(headers.baseAddress!), fields.count)
+    }
+}
+
+/// Where an ``HTTP2Response`` writes its header fields: each becomes an `nghttp2_nv` at once, its
+/// value written into the ``ResponseHeaderBlock``'s scratch buffer. Valid only inside
+/// ``ResponseHeaderBlock/withHeaders(for:_:)``.
+struct ResponseFields: ~Copyable {
+    /// Fields a response can carry besides `:status`; past it a field is dropped (a programming
+    /// error the tests catch: every API's responses are covered).
+    static let capacity = 7
+
+    private let headers: UnsafeMutableBufferPointer<nghttp2_nv>
+    private let scratch: UnsafeMutableBufferPointer<UInt8>
+    private(set) var count = 0
+    private var used = 0
+    /// Values that did not fit in the scratch buffer.
+    private var overflow: [UnsafeMutableBufferPointer<UInt8>] = []
+
+    fileprivate init(headers: UnsafeMutableBufferPointer<nghttp2_nv>, scratch: UnsafeMutableBufferPointer<UInt8>) {
+        self.headers = headers
+        self.scratch = scratch
+    }
+
+    deinit {
+        for buffer in overflow { buffer.deallocate() }
+    }
+
+    /// A constant value, such as `application/json`, passed from its static storage.
+    mutating func add(_ name: StaticString, literal: StaticString, indexed: Bool = true) {
+        append(name, literal.utf8Start, literal.utf8CodeUnitCount, indexed: indexed)
+    }
+
+    /// A UUID as 8-4-4-4-12 hex digits in the given case.
+    mutating func add(_ name: StaticString, uuid: UUIDValue, uppercase: Bool, indexed: Bool) {
+        let destination = space(UUIDValue.textLength)
+        uuid.write(to: destination, uppercase: uppercase)
+        append(name, destination, UUIDValue.textLength, indexed: indexed)
+    }
+
+    /// A value the API holds as a String (an echoed id, a channel ID).
+    mutating func add(_ name: StaticString, text: String, indexed: Bool) {
+        var text = text
+        text.withUTF8 { bytes in
+            let destination = space(bytes.count)
+            if let source = bytes.baseAddress {
+                destination.update(from: source, count: bytes.count)
+            }
+            append(name, destination, bytes.count, indexed: indexed)
         }
     }
 
-    func withHeaders<R>(for response: HTTP2Response, _ body: (UnsafePointer<nghttp2_nv>, Int) -> R) -> R {
-        var needed = 3
-        for index in 0..<response.fieldCount {
-            if let field = response.field(at: index) { needed += Self.length(of: field.value) }
+    /// A number from 0 to 999 as three digits (the status).
+    fileprivate mutating func add(_ name: StaticString, digits value: Int, indexed: Bool) {
+        let destination = space(3)
+        destination[0] = UInt8(ascii: "0") + UInt8(value / 100)
+        destination[1] = UInt8(ascii: "0") + UInt8(value / 10 % 10)
+        destination[2] = UInt8(ascii: "0") + UInt8(value % 10)
+        append(name, destination, 3, indexed: indexed)
+    }
+
+    /// Room for `length` bytes of value: in the scratch buffer, or a buffer of its own.
+    private mutating func space(_ length: Int) -> UnsafeMutablePointer<UInt8> {
+        if used + length <= scratch.count {
+            defer { used += length }
+            return scratch.baseAddress! + used
         }
-        if needed > scratch.count {
-            scratch.deallocate()
-            scratch = .allocate(byteCount: needed, alignment: 8)
+        let buffer = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: max(length, 1))
+        overflow.append(buffer)
+        return buffer.baseAddress!
+    }
+
+    private mutating func append(_ name: StaticString, _ value: UnsafePointer<UInt8>, _ length: Int, indexed: Bool) {
+        guard count <= Self.capacity else {
+            assertionFailure("more than \(Self.capacity) response fields")
+            return
         }
-        let base = scratch.baseAddress!.assumingMemoryBound(to: UInt8.self)
-        return withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: HTTP2Response.fieldCapacity + 1) { headers in
-            let noCopyName = UInt8(NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue)
-            let noIndex = UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue)
-            var count = 0
-            func add(_ name: StaticString, _ value: UnsafePointer<UInt8>, _ length: Int, _ flags: UInt8) {
-                headers[count] = nghttp2_nv(
-                    name: UnsafeMutablePointer(mutating: name.utf8Start), value: UnsafeMutablePointer(mutating: value),
-                    namelen: name.utf8CodeUnitCount, valuelen: length, flags: flags)
-                count += 1
-            }
-            let status = max(100, min(999, response.status))
-            base[0] = UInt8(ascii: "0") + UInt8(status / 100)
-            base[1] = UInt8(ascii: "0") + UInt8(status / 10 % 10)
-            base[2] = UInt8(ascii: "0") + UInt8(status % 10)
-            add(Self.statusName, base, 3, noCopyName)
-            var used = 3
-            for index in 0..<response.fieldCount {
-                guard let field = response.field(at: index) else { continue }
-                let flags = field.indexed ? noCopyName : noCopyName | noIndex
-                switch field.value {
-                case .literal(let literal):
-                    add(field.name, literal.utf8Start, literal.utf8CodeUnitCount, flags)
-                case .uuid(let value, let uppercase):
-                    value.write(to: base + used, uppercase: uppercase)
-                    add(field.name, base + used, UUIDValue.textLength, flags)
-                    used += UUIDValue.textLength
-                case .text(let text):
-                    let destination = base + used
-                    let length = text.utf8.withContiguousStorageIfAvailable { bytes -> Int in
-                        guard let source = bytes.baseAddress else { return 0 }
-                        destination.update(from: source, count: bytes.count)
-                        return bytes.count
-                    } ?? {
-                        var written = 0
-                        for byte in text.utf8 {
-                            destination[written] = byte
-                            written += 1
-                        }
-                        return written
-                    }()
-                    add(field.name, base + used, length, flags)
-                    used += length
-                }
-            }
-            return body(UnsafePointer(headers.baseAddress!), count)
-        }
+        let noCopyName = UInt8(NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue)
+        let flags = indexed ? noCopyName : noCopyName | UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue)
+        headers[count] = nghttp2_nv(
+            name: UnsafeMutablePointer(mutating: name.utf8Start), value: UnsafeMutablePointer(mutating: value),
+            namelen: name.utf8CodeUnitCount, valuelen: length, flags: flags)
+        count += 1
     }
 }
