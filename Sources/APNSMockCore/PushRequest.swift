@@ -151,6 +151,12 @@ public struct PushRequest: Sendable {
     /// Empties the request for reuse by the next stream, keeping the storage of ``body`` and
     /// ``otherHeaders`` so that a long-lived connection does not allocate them per request.
     public mutating func reset() {
+        reset(adopting: takeStorage())
+    }
+
+    /// Empties the request for reuse by the next stream, with `storage` (taken from an earlier
+    /// request by ``takeStorage()``) as its body and other headers' storage.
+    public mutating func reset(adopting storage: consuming Storage) {
         // Field by field (a test holds this to `KnownHeader.allCases`): assigning a fresh request
         // instead, or looping over the subscript, cost measurably more on the request path.
         method = nil
@@ -167,10 +173,34 @@ public struct PushRequest: Sendable {
         channelID = nil
         requestID = nil
         duplicatedHeader = nil
-        otherHeaders.removeAll(keepingCapacity: true)
-        body.removeAll(keepingCapacity: true)
+        body = storage.body
+        otherHeaders = storage.otherHeaders
         bodyLength = 0
         repeatKey = nil
+    }
+
+    /// The storage of a request's variable-length parts (body, other headers), emptied with its
+    /// capacity kept. A connection moves it from a request it has decided to the next one it
+    /// collects, so that a few buffers, recently touched, serve all of its streams.
+    public struct Storage: Sendable {
+        fileprivate var body: [UInt8] = []
+        fileprivate var otherHeaders: [(name: String, value: String)] = []
+
+        public init() {}
+
+        /// Whether it holds buffers worth keeping (a fresh request's arrays hold none).
+        public var hasCapacity: Bool { body.capacity > 0 || otherHeaders.capacity > 0 }
+    }
+
+    /// Moves ``body`` and ``otherHeaders``' storage out, emptied, leaving the request empty ones.
+    public mutating func takeStorage() -> Storage {
+        var storage = Storage()
+        swap(&storage.body, &body)
+        swap(&storage.otherHeaders, &otherHeaders)
+        if !storage.body.isEmpty { storage.body.removeAll(keepingCapacity: true) }
+        if !storage.otherHeaders.isEmpty { storage.otherHeaders.removeAll(keepingCapacity: true) }
+        bodyLength = 0
+        return storage
     }
 
     /// Appends received DATA, keeping at most ``bodyLimit`` bytes.

@@ -354,6 +354,24 @@ struct HTTP2StreamTests {
         #expect(stream.phase == .idle)
     }
 
+    /// A decided request's buffers, emptied, serve the next stream opened (whichever instance it is).
+    @Test func decidedRequestsHandTheirBuffersOn() {
+        let pool = StreamPool()
+        let first = pool.open(id: 1)
+        let payload = [UInt8](repeating: 7, count: 300)
+        payload.withUnsafeBytes { first.request.appendBody($0) }
+        first.request.addOtherHeader(name: "user-agent", value: "t/1")
+        let capacity = first.request.body.capacity
+        pool.recycleStorage(of: first)
+        #expect(first.request.body.isEmpty && first.request.otherHeaders.isEmpty && first.request.bodyLength == 0)
+        let second = pool.open(id: 3)
+        #expect(second !== first)
+        #expect(second.request.body.isEmpty && second.request.body.capacity == capacity)
+        #expect(second.request.otherHeaders.isEmpty && second.request.otherHeaders.capacity > 0)
+        payload.withUnsafeBytes { second.request.appendBody($0) }
+        #expect(second.request.body == payload && second.request.bodyLength == 300)
+    }
+
     @Test func reopenedStreamForgetsItsRequest() {
         let pool = StreamPool()
         let first = pool.open(id: 1)

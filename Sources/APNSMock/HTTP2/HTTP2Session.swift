@@ -7,6 +7,7 @@ protocol HTTP2SessionDelegate: AnyObject {
     /// Called once per request stream, when END_STREAM arrives (the stream is then
     /// ``HTTP2Stream/Phase/dispatched``). The delegate answers through
     /// ``HTTP2Session/submit(_:on:id:)`` or ``HTTP2Session/reset(_:id:code:)``, now or later.
+    /// The stream's request is readable only during this call: its storage serves the next request.
     func session(_ session: HTTP2Session, didReceive stream: HTTP2Stream)
     /// A stream marked ``HTTP2Stream/isHeld`` closed (the client reset it, or the connection ends).
     func session(_ session: HTTP2Session, didCloseHeld stream: HTTP2Stream)
@@ -446,6 +447,8 @@ final class HTTP2Session {
             }
             stream.dispatch()
             delegate.session(self, didReceive: stream)
+            // Deciding is done with the request (a late answer keeps only the answer).
+            streams.recycleStorage(of: stream)
         }
     }
 

@@ -61,12 +61,13 @@ final class HTTP2Stream {
     var watchedPhase = Phase.idle
     var watchedSince: UInt64 = 0
 
-    /// idle → receiving: binds a recycled instance to a new stream, keeping body capacity.
-    func open(id: Int32) {
+    /// idle → receiving: binds a recycled instance to a new stream, its request collected into
+    /// `storage` (see ``PushRequest/Storage``).
+    func open(id: Int32, storage: consuming PushRequest.Storage = PushRequest.Storage()) {
         precondition(phase == .idle, "opening a stream that is \(phase)")
         phase = .receiving
         self.id = id
-        request.reset()
+        request.reset(adopting: storage)
         headerListSize = 0
         seen = []
         repeatFields = 0
@@ -138,6 +139,12 @@ final class StreamPool {
     /// burst beyond it allocates, and the extra streams are freed as they close.
     static let idleLimit = 256
 
+    /// Request storage handed back by decided or closed streams, most recent last: the next stream
+    /// takes the buffers touched last, still in cache, instead of its own from a hundred requests
+    /// ago. A few suffice, since a request is decided as soon as its last frame arrives.
+    @exclusivity(unchecked) private var storage: [PushRequest.Storage] = []
+    static let storageLimit = 16
+
     /// A stream bound to `id`, recycled when one is idle.
     func open(id: Int32) -> HTTP2Stream {
         let stream: HTTP2Stream
@@ -148,9 +155,18 @@ final class StreamPool {
             stream.poolIndex = streams.count
             streams.append(stream)
         }
-        stream.open(id: id)
+        stream.open(id: id, storage: storage.popLast() ?? PushRequest.Storage())
         openCount += 1
         return stream
+    }
+
+    /// Takes back the storage of `stream`'s request, once nothing reads the request any more (it
+    /// was decided, or the stream closed).
+    func recycleStorage(of stream: HTTP2Stream) {
+        let taken = stream.request.takeStorage()
+        if taken.hasCapacity, storage.count < Self.storageLimit {
+            storage.append(taken)
+        }
     }
 
     /// What ``inspect(now:receiving:answering:)`` found.
@@ -191,6 +207,7 @@ final class StreamPool {
     /// Returns a closed stream to the pool, or frees it past ``idleLimit`` so that a burst of
     /// streams does not pin memory.
     func close(_ stream: HTTP2Stream) {
+        recycleStorage(of: stream)
         stream.close()
         openCount -= 1
         if idle.count < Self.idleLimit {
