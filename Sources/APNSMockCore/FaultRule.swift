@@ -255,12 +255,12 @@ public struct FaultRule: Sendable, Equatable {
         let reasonField = try fields.required("reason")
         let text = try reasonField.string()
         let reason: Reason
-        var wireReason: String?
+        var spelling = EnvironmentKeyReasonSpelling.documented
         if let known = Reason(rawValue: text) {
             reason = known
         } else if text == EnvironmentKeyReasonSpelling.observed.rawValue {
             reason = .badEnvironmentKeyIdInToken
-            wireReason = text
+            spelling = .observed
         } else {
             throw reasonField.error(.invalidValue, "\"\(text)\" is not a reason APNs sends")
         }
@@ -277,6 +277,6 @@ public struct FaultRule: Sendable, Equatable {
             }
             timestamp = Int64(try timestampField.integer(in: 0...Int.max))
         }
-        return Rejection(reason, timestamp: timestamp, wireReason: wireReason)
+        return Rejection(reason, timestamp: timestamp, spelling: spelling)
     }
 }

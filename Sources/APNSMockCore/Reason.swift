@@ -148,14 +148,21 @@ public struct Rejection: Sendable, Equatable {
     public var reason: Reason
     /// Milliseconds since the epoch when the token stopped being valid; only sent for 410.
     public var timestamp: Int64?
-    /// The string put on the wire for `reason`. Normally `reason.rawValue`; differs only where the
-    /// configuration selects an alternative spelling (e.g. `BadEnvironmentKeyInToken`).
-    public var wireReason: String
+    /// Which spelling of `BadEnvironmentKeyIdInToken` goes on the wire (the configuration's
+    /// choice); every other reason has one spelling. Held as an enum rather than the text, so a
+    /// rejection is a few bytes with nothing to retain (it travels in verdicts and records).
+    public var environmentKeySpelling: EnvironmentKeyReasonSpelling
 
-    public init(_ reason: Reason, timestamp: Int64? = nil, wireReason: String? = nil) {
+    public init(_ reason: Reason, timestamp: Int64? = nil, spelling: EnvironmentKeyReasonSpelling = .documented) {
         self.reason = reason
         self.timestamp = reason.carriesTimestamp ? timestamp : nil
-        self.wireReason = wireReason ?? reason.rawValue
+        self.environmentKeySpelling = reason == .badEnvironmentKeyIdInToken ? spelling : .documented
+    }
+
+    /// The string put on the wire for `reason`: `reason.rawValue`, except where the configuration
+    /// selects the alternative spelling `BadEnvironmentKeyInToken`.
+    public var wireReason: String {
+        environmentKeySpelling == .observed ? EnvironmentKeyReasonSpelling.observed.rawValue : reason.rawValue
     }
 
     public var status: Int { reason.status }

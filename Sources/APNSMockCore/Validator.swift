@@ -161,8 +161,7 @@ public struct ValidationSettings: Sendable, Equatable {
     /// A rejection with the configured wire spelling of its reason. Code that refuses a request for
     /// a reason with an alternative spelling (the authenticator) builds its `Rejection` here.
     public func rejection(_ reason: Reason, timestamp: Int64? = nil) -> Rejection {
-        let spelling = reason == .badEnvironmentKeyIdInToken ? environmentKeyReasonSpelling.rawValue : nil
-        return Rejection(reason, timestamp: timestamp, wireReason: spelling)
+        Rejection(reason, timestamp: timestamp, spelling: environmentKeyReasonSpelling)
     }
 }
 
