@@ -180,22 +180,35 @@ public enum BroadcastPath: Sendable, Equatable {
     case broadcast(bundleID: Substring)
     case other
 
-    /// Reads `:path` (a query string or a trailing slash is not Apple's path: `other`).
+    /// Reads `:path` (a query string or a trailing slash is not Apple's path: `other`). Runs for
+    /// every broadcast, so it compares bytes in place rather than splitting the path.
     public init(_ path: String) {
-        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
-        // "", "1", "apps", bundle, "channels"  |  "", "4", "broadcasts", "apps", bundle
-        if parts.count == 5, parts[0].isEmpty, parts[1] == "1", parts[2] == "apps", !parts[3].isEmpty {
-            switch parts[4] {
-            case "channels": self = .channels(bundleID: parts[3])
-            case "all-channels": self = .allChannels(bundleID: parts[3])
+        let utf8 = path.utf8
+        // "/4/broadcasts/apps/<bundle>"  |  "/1/apps/<bundle>/channels"  |  "/1/apps/<bundle>/all-channels"
+        if let bundle = Self.segment(of: path, after: "/4/broadcasts/apps/"), bundle.endIndex == utf8.endIndex {
+            self = .broadcast(bundleID: bundle)
+        } else if let bundle = Self.segment(of: path, after: "/1/apps/"), bundle.endIndex != utf8.endIndex {
+            let rest = path[utf8.index(after: bundle.endIndex)...]
+            switch rest {
+            case "channels": self = .channels(bundleID: bundle)
+            case "all-channels": self = .allChannels(bundleID: bundle)
             default: self = .other
             }
-        } else if parts.count == 5, parts[0].isEmpty, parts[1] == "4", parts[2] == "broadcasts", parts[3] == "apps",
-                  !parts[4].isEmpty {
-            self = .broadcast(bundleID: parts[4])
         } else {
             self = .other
         }
+    }
+
+    /// The non-empty run of bytes up to the next `/` (or the end) after `prefix`, when `path`
+    /// starts with `prefix`.
+    private static func segment(of path: String, after prefix: StaticString) -> Substring? {
+        let utf8 = path.utf8
+        let prefixBytes = UnsafeBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount)
+        guard utf8.starts(with: prefixBytes) else { return nil }
+        let start = utf8.index(utf8.startIndex, offsetBy: prefixBytes.count)
+        let end = utf8[start...].firstIndex(of: UInt8(ascii: "/")) ?? utf8.endIndex
+        guard start != end else { return nil }
+        return path[start..<end]
     }
 
     /// Whether `:path` starts like a broadcast send, `/4/broadcasts/`: such requests go to the

@@ -256,12 +256,17 @@ public struct BroadcastValidator: Sendable {
             verdict.outcome = .rejected(Rejection(.payloadTooLarge))
             return verdict
         }
+        // The payload's own findings depend on its bytes alone: memoized while a connection repeats
+        // the payload (the memo keys on them). Whether a subscribed channel exists is looked up
+        // each time: channels come and go.
         var lint = memo.lint(request, pushType: .liveactivity) { request, pushType in
-            request.bodyLength == request.body.count ? Lint.findings(payload: request.body, pushType: pushType) : []
-        }
-        if Lint.startsLiveActivity(request.body) {
-            lint.append(LintFinding(
-                .broadcastStartsLiveActivity, "a broadcast cannot start a Live Activity (\"aps.event\": \"start\")"))
+            guard request.bodyLength == request.body.count else { return [] }
+            var findings = Lint.findings(payload: request.body, pushType: pushType)
+            if Lint.startsLiveActivity(request.body) {
+                findings.append(LintFinding(
+                    .broadcastStartsLiveActivity, "a broadcast cannot start a Live Activity (\"aps.event\": \"start\")"))
+            }
+            return findings
         }
         lint += Self.channelFindings(request.body, bundleID: verdict.bundleID!, context: context)
         if context.validation.strictLint, !lint.isEmpty {
@@ -289,7 +294,9 @@ public struct BroadcastValidator: Sendable {
     /// Bundle, request ID, credentials, TopicMismatch, FeatureNotEnabled.
     private func commonChecks(_ request: PushRequest, bundleID: String, context: BroadcastContext) -> Rejection? {
         // "Ensure that no push type suffix is added to the bundle ID."
-        if PushType.allCases.contains(where: { !$0.topicSuffix.isEmpty && bundleID.hasSuffix($0.topicSuffix) }) {
+        if PushType.allCases.contains(where: { suffix in
+            suffix.topicSuffixLiteral.utf8CodeUnitCount > 0 && bundleID.withUTF8Bytes { $0.hasSuffix(suffix.topicSuffixLiteral) }
+        }) {
             return Rejection(.topicDisallowed)
         }
         guard HeaderSyntax.isWellFormedTopic(bundleID) else { return Rejection(.badPath) }

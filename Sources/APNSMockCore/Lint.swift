@@ -321,9 +321,7 @@ public enum Lint {
     /// The channel ID a Live Activity `start` payload subscribes to (`aps.input-push-channel`), if
     /// it has one as a string. Most payloads have none: a byte search rules them out first.
     public static func inputPushChannel(_ payload: [UInt8]) -> String? {
-        let key = Array("input-push-channel".utf8)
-        guard payload.count > key.count,
-              (0...(payload.count - key.count)).contains(where: { payload[$0..<($0 + key.count)].elementsEqual(key) }),
+        guard payload.containsBytes(of: "input-push-channel"),
               let tape = try? JSONTape(payload), tape.kind(tape.root) == .object,
               let aps = tape.member(tape.root, "aps"), tape.kind(aps) == .object,
               let channel = tape.member(aps, "input-push-channel"), tape.kind(channel) == .string

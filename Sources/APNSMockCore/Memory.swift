@@ -96,6 +96,28 @@ extension UnsafeRawBufferPointer {
     }
 }
 
+extension Array where Element == UInt8 {
+    /// Whether `text`'s bytes (not empty) occur anywhere in the array: memchr finds each candidate
+    /// first byte, then the rest is compared in place; no copy, no allocation.
+    func containsBytes(of text: StaticString) -> Bool {
+        let length = text.utf8CodeUnitCount
+        guard length > 0 else { return true }
+        return withUnsafeBufferPointer { bytes in
+            guard let base = bytes.baseAddress, bytes.count >= length else { return false }
+            let first = Int32(text.utf8Start.pointee)
+            var offset = 0
+            let lastStart = bytes.count - length
+            while offset <= lastStart {
+                guard let found = memchr(base + offset, first, lastStart - offset + 1) else { return false }
+                let position = UnsafePointer(found.assumingMemoryBound(to: UInt8.self)) - base
+                if memoryEqual(base + position, text.utf8Start, length) { return true }
+                offset = position + 1
+            }
+            return false
+        }
+    }
+}
+
 extension UnsafeBufferPointer<UInt8> {
     /// Whether the bytes start with `prefix`.
     func hasPrefix(_ prefix: StaticString) -> Bool {

@@ -99,6 +99,12 @@ public enum Decision: Sendable, Equatable {
         return nil
     }
 
+    /// The accepted push's lint findings, without copying the push.
+    public var acceptedLint: [LintFinding]? {
+        if case .accepted(let push) = self { return push.lint }
+        return nil
+    }
+
     /// The accepted push, if the request was accepted.
     public var acceptedPush: AcceptedPush? {
         if case .accepted(let push) = self { return push }

@@ -173,3 +173,41 @@ struct KnownHeaderTests {
         }
     }
 }
+
+/// `:path` forms of the broadcast side, read byte by byte.
+@Test(arguments: [
+    ("/4/broadcasts/apps/com.example.app", BroadcastPath.broadcast(bundleID: "com.example.app")),
+    ("/4/broadcasts/apps/x", .broadcast(bundleID: "x")),
+    ("/4/broadcasts/apps/", .other),
+    ("/4/broadcasts/apps/com.example.app/", .other),
+    ("/4/broadcasts/apps/com.example.app/x", .other),
+    ("/4/broadcasts/apps", .other),
+    ("/4/broadcasts/app/com.example.app", .other),
+    ("/1/apps/com.example.app/channels", .channels(bundleID: "com.example.app")),
+    ("/1/apps/com.example.app/all-channels", .allChannels(bundleID: "com.example.app")),
+    ("/1/apps/com.example.app/channels/", .other),
+    ("/1/apps/com.example.app/channel", .other),
+    ("/1/apps//channels", .other),
+    ("/1/apps/com.example.app", .other),
+    ("/1/apps/com.example.app/", .other),
+    ("/1/apps/é.app/channels", .channels(bundleID: "é.app")),
+    ("", .other),
+    ("/", .other),
+])
+func broadcastPaths(_ path: String, _ expected: BroadcastPath) {
+    #expect(BroadcastPath(path) == expected)
+}
+
+/// The in-place byte search finds a needle at every position, and only a whole one.
+@Test func byteSearchAtEveryPosition() {
+    for length in 0...40 {
+        for position in 0...max(0, length - 3) where length >= 3 {
+            var bytes = [UInt8](repeating: UInt8(ascii: "i"), count: length)
+            bytes.replaceSubrange(position..<(position + 3), with: Array("inp".utf8))
+            #expect(bytes.containsBytes(of: "inp"))
+        }
+        let miss = [UInt8](repeating: UInt8(ascii: "i"), count: length)
+        #expect(!miss.containsBytes(of: "inp"))
+        #expect(!Array("in".utf8).containsBytes(of: "inp"))
+    }
+}

@@ -56,4 +56,39 @@ struct RawRecordTests {
     @Test func aRecordFitsTwoCacheLines() {
         #expect(MemoryLayout<RawRecord>.stride <= 128)
     }
+
+    /// A repeated request shares its connection's last shape, unless what the shape interprets
+    /// beyond the request differs: the lint (a finding depends on the channels that exist) or, for a
+    /// broadcast, the app from `:path`. Device and broadcast-side shapes are kept apart.
+    @Test func shapesAreSharedOnlyWhenEverythingMatches() {
+        var connection = ConnectionState(state: MockState(configuration: ServerConfiguration()))
+        var request = PushRequest()
+        request.topic = "com.example.app"
+        request.pushType = "liveactivity"
+        request.body = Array(#"{"aps":{}}"#.utf8)
+        request.bodyLength = request.body.count
+        let finding = LintFinding(.liveActivityUnknownChannel, "no such channel")
+        func interpreted(_ topic: String, _ lint: [LintFinding]) -> RawRecord.Interpreted {
+            RawRecord.Interpreted(priority: 10, expiration: nil, pushType: .liveactivity, topic: topic, lint: lint)
+        }
+        func device(_ lint: [LintFinding]) -> RequestShape {
+            connection.recordShape(
+                for: request, accepted: true, lint: lint, interpreted: { interpreted("com.example.app", lint) },
+                environment: .sandbox, auth: AuthSummary(method: .token), connectionID: 1)
+        }
+        func broadcast(_ topic: String, _ lint: [LintFinding]) -> RequestShape {
+            connection.broadcastSideShape(
+                for: request, interpreted: interpreted(topic, lint), environment: .sandbox,
+                auth: AuthSummary(method: .token), connectionID: 1)
+        }
+        let first = device([finding])
+        #expect(device([finding]) === first)
+        let afterTheChannelCame = device([])
+        #expect(afterTheChannelCame !== first && afterTheChannelCame.interpreted?.lint == [])
+        let sent = broadcast("com.example.app", [])
+        #expect(sent !== afterTheChannelCame)
+        #expect(broadcast("com.example.app", []) === sent)
+        #expect(broadcast("com.example.other", []) !== sent)
+        #expect(device([]) === afterTheChannelCame)
+    }
 }

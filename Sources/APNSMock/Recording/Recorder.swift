@@ -92,7 +92,7 @@ struct Recorder: Sendable {
         if state.records.isEnabled {
             let receivedAt = connection.readTime()
             let shape = connection.recordShape(
-                for: request, accepted: verdict.decision.isAccepted,
+                for: request, accepted: verdict.decision.isAccepted, lint: verdict.decision.acceptedLint,
                 interpreted: {
                     verdict.decision.acceptedPush.map {
                         RawRecord.Interpreted(
@@ -211,13 +211,12 @@ struct Recorder: Sendable {
              id: response.requestID.text(uppercase: false), streamID: streamID, context: context, connection: &connection)
         if state.records.isEnabled {
             let receivedAt = connection.readTime()
-            // Broadcast-side records do not share shapes: their rates are far below device pushes'.
-            let shape = RequestShape(
-                copy request, interpreted: interpreted, environment: environment, auth: auth,
+            let shape = connection.broadcastSideShape(
+                for: request, interpreted: interpreted, environment: environment, auth: auth,
                 connectionID: context.connectionID)
             let path = request.path, apnsIDHeader = request.apnsID, requestID = response.requestID
             let uniqueID = answer.response == nil ? nil : response.uniqueID
-            let details = RawRecord.BroadcastDetails(kind: kind, bundleID: bundleID, channelID: channelID, operation: operation)
+            let details = connection.broadcastDetails(kind: kind, bundleID: bundleID, channelID: channelID, operation: operation)
             let isInjected = injected != nil, action = injected?.action
             state.records.append { seq in
                 RawRecord(
@@ -252,13 +251,14 @@ struct Recorder: Sendable {
 }
 
 extension ConnectionState {
-    /// The last record's shape if `request` fits it, else a new one (kept for the next record).
-    /// `interpreted` runs only when a new shape is made.
+    /// The last device-push record's shape if `request` fits it, else a new one (kept for the next
+    /// record). `interpreted` runs only when a new shape is made. `lint` is the accepted push's: one
+    /// finding depends on the channels that exist, not on the request alone, so it is compared.
     mutating func recordShape(
-        for request: borrowing PushRequest, accepted: Bool, interpreted: () -> RawRecord.Interpreted?,
-        environment: APNSEnvironment, auth: AuthSummary, connectionID: UInt64
+        for request: borrowing PushRequest, accepted: Bool, lint: [LintFinding]?,
+        interpreted: () -> RawRecord.Interpreted?, environment: APNSEnvironment, auth: AuthSummary, connectionID: UInt64
     ) -> RequestShape {
-        if let shape = recordShape,
+        if let shape = recordShape, shape.interpreted?.lint == lint,
            shape.matches(request, accepted: accepted, environment: environment, auth: auth) {
             return shape
         }
@@ -266,5 +266,38 @@ extension ConnectionState {
             copy request, interpreted: interpreted(), environment: environment, auth: auth, connectionID: connectionID)
         recordShape = shape
         return shape
+    }
+
+    /// The same for broadcast-side records. The app of a broadcast is in `:path`, which a shape
+    /// leaves to each record, so a shape whose interpreted topic is another app's does not fit;
+    /// nor does one whose lint differs (it depends on the channels that exist).
+    mutating func broadcastSideShape(
+        for request: borrowing PushRequest, interpreted: RawRecord.Interpreted?, environment: APNSEnvironment,
+        auth: AuthSummary, connectionID: UInt64
+    ) -> RequestShape {
+        if let shape = broadcastSideShape, shape.interpreted?.topic == interpreted?.topic,
+           shape.interpreted?.lint == interpreted?.lint,
+           shape.matches(request, accepted: interpreted != nil, environment: environment, auth: auth) {
+            return shape
+        }
+        let shape = RequestShape(
+            copy request, interpreted: interpreted, environment: environment, auth: auth, connectionID: connectionID)
+        broadcastSideShape = shape
+        return shape
+    }
+
+
+    /// The last broadcast-side record's details when they are the same, else new ones (kept for
+    /// the next record): a load of broadcasts on one channel allocates them once.
+    mutating func broadcastDetails(
+        kind: RecordKind, bundleID: String?, channelID: String?, operation: ChannelOperation?
+    ) -> RawRecord.BroadcastDetails {
+        if let last = broadcastDetails, last.kind == kind, last.bundleID == bundleID, last.channelID == channelID,
+           last.operation == operation {
+            return last
+        }
+        let details = RawRecord.BroadcastDetails(kind: kind, bundleID: bundleID, channelID: channelID, operation: operation)
+        broadcastDetails = details
+        return details
     }
 }
