@@ -202,13 +202,17 @@ public enum BroadcastPath: Sendable, Equatable {
     /// The non-empty run of bytes up to the next `/` (or the end) after `prefix`, when `path`
     /// starts with `prefix`.
     private static func segment(of path: String, after prefix: StaticString) -> Substring? {
+        let range = path.withUTF8Bytes { bytes -> Range<Int>? in
+            guard bytes.hasPrefix(prefix) else { return nil }
+            let start = prefix.utf8CodeUnitCount
+            var end = start
+            while end < bytes.count, bytes[end] != UInt8(ascii: "/") { end += 1 }
+            return start == end ? nil : start..<end
+        }
+        guard let range else { return nil }
         let utf8 = path.utf8
-        let prefixBytes = UnsafeBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount)
-        guard utf8.starts(with: prefixBytes) else { return nil }
-        let start = utf8.index(utf8.startIndex, offsetBy: prefixBytes.count)
-        let end = utf8[start...].firstIndex(of: UInt8(ascii: "/")) ?? utf8.endIndex
-        guard start != end else { return nil }
-        return path[start..<end]
+        let start = utf8.index(utf8.startIndex, offsetBy: range.lowerBound)
+        return path[start..<utf8.index(start, offsetBy: range.count)]
     }
 
     /// Whether `:path` starts like a broadcast send, `/4/broadcasts/`: such requests go to the

@@ -306,11 +306,11 @@ public struct BroadcastValidator: Sendable {
         if let failure = context.authenticationFailure {
             return context.validation.rejection(failure.reason, timestamp: failure.timestamp)
         }
-        let liveActivityTopic = bundleID + PushType.liveactivity.topicSuffix
+        // The Live Activity topic is built only when the bundle itself is not allowed.
         guard context.allowedTopics.allows(topic: bundleID, bundleID: Substring(bundleID))
-            || context.allowedTopics.allows(topic: liveActivityTopic, bundleID: Substring(bundleID))
+            || context.allowedTopics.allows(topic: bundleID + PushType.liveactivity.topicSuffix, bundleID: Substring(bundleID))
         else { return Rejection(.topicMismatch) }
-        if context.settings.disabledApps.contains(bundleID) {
+        if !context.settings.disabledApps.isEmpty, context.settings.disabledApps.contains(bundleID) {
             return Rejection(.featureNotEnabled)
         }
         return nil
