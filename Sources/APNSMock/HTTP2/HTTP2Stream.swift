@@ -141,9 +141,10 @@ final class StreamPool {
 
     /// Request storage handed back by decided or closed streams, most recent last: the next stream
     /// takes the buffers touched last, still in cache, instead of its own from a hundred requests
-    /// ago. A few suffice, since a request is decided as soon as its last frame arrives.
+    /// ago. As many as streams are kept: a client may send every stream's HEADERS before any
+    /// DATA (h2load and nghttp2-based clients do), so a hundred requests can be arriving at once.
     @exclusivity(unchecked) private var storage: [PushRequest.Storage] = []
-    static let storageLimit = 16
+    static let storageLimit = idleLimit
 
     /// A stream bound to `id`, recycled when one is idle.
     func open(id: Int32) -> HTTP2Stream {
