@@ -105,7 +105,7 @@ struct BroadcastDriver {
             arguments += ["--management-token", managementToken]
         }
         let (program, prefix) = try await ClientDriver.command(for: client)
-        let output = try await ExternalTool.run(program, prefix + arguments, timeout: 60)
+        let output = try await ExternalTool.run(program, prefix + arguments)
         guard output.exitCode == 0 else {
             throw DriverFailure("\(client.rawValue) broadcast driver exited \(output.exitCode): \(output.stderr)")
         }
@@ -208,7 +208,7 @@ enum Nghttp {
             arguments += ["-d", path]
         }
         arguments += extra + [url]
-        let output = try await ExternalTool.run("nghttp", arguments, timeout: 30)
+        let output = try await ExternalTool.run("nghttp", arguments)
         guard output.exitCode == 0 else { throw DriverFailure("nghttp exited \(output.exitCode): \(output.stderr)") }
         return NghttpExchange(verbose: output.text)
     }

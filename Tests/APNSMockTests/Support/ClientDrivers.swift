@@ -161,7 +161,7 @@ struct ClientDriver {
                          "--timeout", "30"] + Self.credentialArguments(auth, mock: mock)
         arguments += devices.flatMap { ["--device", $0] }
         let (program, prefix) = try await Self.command(for: client)
-        let output = try await ExternalTool.run(program, prefix + arguments, timeout: 60)
+        let output = try await ExternalTool.run(program, prefix + arguments)
         guard output.exitCode == 0 else {
             throw DriverFailure("\(client.rawValue) driver exited \(output.exitCode): \(output.stderr)")
         }
@@ -273,7 +273,7 @@ struct ClientDriver {
             case .certificate: arguments += ["--cert=\(certificate.certificate)", "--key=\(certificate.key)"]
             }
             arguments.append("https://127.0.0.1:\(mock.apnsPort)/3/device/\(device)")
-            let output = try await ExternalTool.run("nghttp", arguments, timeout: 30)
+            let output = try await ExternalTool.run("nghttp", arguments)
             guard output.exitCode == 0 else { throw DriverFailure("nghttp exited \(output.exitCode): \(output.stderr)") }
             let headers = try Self.harResponseHeaders(har)
             let error = try? JSONDecoder().decode(CurlResponse.ErrorBody.self, from: output.stdout)
