@@ -185,6 +185,14 @@ public struct TaggedSlots<Element>: ~Copyable {
         return tags[position]
     }
 
+    /// Where the element at `position` and its tag live, as addresses only (nothing is read):
+    /// for a cache prefetch ahead of a store.
+    @inlinable
+    public func addresses(at position: Int) -> (element: UInt, tag: UInt) {
+        let position = Swift.min(Swift.max(0, position), count - 1)
+        return (UInt(bitPattern: elements + position), UInt(bitPattern: tags + position))
+    }
+
     /// The element at `position` if its tag is `tag`.
     @inlinable
     public func element(at position: Int, taggedAs tag: UInt64) -> Element? {

@@ -1,4 +1,5 @@
 import APNSMockCore
+internal import CAPNSMockShims
 import Synchronization
 
 /// The bounded record of every request, written by all event loops and read by the admin API.
@@ -40,10 +41,19 @@ final class RecordStore: Sendable {
     private final class Stripe: Sendable {
         let slots: Mutex<Slots>
         let size: Int
+        /// Where the stripe's records and tags start, for prefetching a slot ahead of its store
+        /// without the lock: replaced (under the lock) only when ``removeAll()`` swaps the storage,
+        /// and a prefetch of a stale address is harmless (a hint, it never faults).
+        let elementBase: Atomic<UInt>
+        let tagBase: Atomic<UInt>
 
         init(size: Int) {
             self.size = size
-            slots = Mutex(Slots(size: size))
+            let slots = Slots(size: size)
+            let (element, tag) = slots.addresses(at: 0)
+            elementBase = Atomic(element)
+            tagBase = Atomic(tag)
+            self.slots = Mutex(slots)
         }
     }
 
@@ -68,6 +78,10 @@ final class RecordStore: Sendable {
 
         func record(_ seq: UInt64, at position: Int) -> RawRecord? {
             storage.element(at: position, taggedAs: seq)
+        }
+
+        func addresses(at position: Int) -> (element: UInt, tag: UInt) {
+            storage.addresses(at: position)
         }
     }
 
@@ -107,6 +121,7 @@ final class RecordStore: Sendable {
     func append(_ make: @Sendable (UInt64) -> RawRecord) {
         guard capacity > 0 else { return }
         let seq = head.add(1, ordering: .relaxed).newValue
+        prefetchSlot(of: seq + Self.prefetchDistance)
         let slot = Int((seq - 1) % UInt64(capacity))
         let displaced = stripes[slot % stripeCount].slots.withLock { slots in
             slots.store(seq: seq, at: slot / stripeCount, make)
@@ -121,6 +136,24 @@ final class RecordStore: Sendable {
         if subscriptions.isActive {
             subscriptions.recordsArrived()
         }
+    }
+
+    /// How many records ahead ``append(_:)`` prefetches the slot it will store into.
+    static let prefetchDistance: UInt64 = 2
+
+    /// Brings the ring slot of `seq` (and its tag) into cache before its record is stored. The
+    /// ring is far larger than the caches and each slot is last touched `capacity` records
+    /// earlier, so without this every store waits for memory (the record it evicts is read, the
+    /// new one written, in the same cache lines).
+    @inline(__always)
+    private func prefetchSlot(of seq: UInt64) {
+        let slot = Int((seq - 1) % UInt64(capacity))
+        let stripe = stripes[slot % stripeCount]
+        let position = UInt(slot / stripeCount)
+        let element = stripe.elementBase.load(ordering: .relaxed) &+ position &* UInt(MemoryLayout<RawRecord>.stride)
+        let tag = stripe.tagBase.load(ordering: .relaxed) &+ position &* UInt(MemoryLayout<UInt64>.stride)
+        CAPNSMockShims_prefetch_for_write(UnsafeRawPointer(bitPattern: element), UInt(MemoryLayout<RawRecord>.size))
+        CAPNSMockShims_prefetch_for_write(UnsafeRawPointer(bitPattern: tag), 8)
     }
 
     private func read(_ seq: UInt64) -> RawRecord? {
@@ -173,6 +206,9 @@ final class RecordStore: Sendable {
             let old = stripe.slots.withLock { slots -> Slots in
                 var old = Slots(size: stripe.size)
                 swap(&old, &slots)
+                let (element, tag) = slots.addresses(at: 0)
+                stripe.elementBase.store(element, ordering: .relaxed)
+                stripe.tagBase.store(tag, ordering: .relaxed)
                 return old
             }
             _ = consume old

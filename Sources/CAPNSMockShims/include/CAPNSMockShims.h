@@ -38,4 +38,13 @@ void CAPNSMockShims_SSL_CTX_request_client_certificate(SSL_CTX *ctx);
 /// does not export); returns 1 when memory was released. Does nothing elsewhere.
 int CAPNSMockShims_release_free_memory(void);
 
+/// Asks the CPU to bring the `length` bytes at `address` into cache for writing. A hint only: it
+/// never faults, even for an address that is no longer mapped.
+static inline void CAPNSMockShims_prefetch_for_write(const void *address, unsigned long length) {
+    for (unsigned long offset = 0; offset < length; offset += 64) {
+        __builtin_prefetch((const char *)address + offset, 1, 3);
+    }
+    if (length > 0) __builtin_prefetch((const char *)address + length - 1, 1, 3);
+}
+
 #endif
