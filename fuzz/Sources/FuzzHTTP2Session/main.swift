@@ -10,12 +10,21 @@ import FuzzDriver
 final class Answers: HTTP2SessionDelegate {
     var session: HTTP2Session?
     var later: [(stream: HTTP2Stream, id: Int32)] = []
+    /// The APIs' own responses, so their header fields are laid out as in the server: generated
+    /// and echoed ids, a unique id, a channel ID as text, error bodies.
+    static let generated = UUIDValue(high: 0x0123_4567_89AB_4CDE, low: 0x8123_4567_89AB_CDEF)
+    static let accepted = APNSResponse.accepted(apnsID: .generated(generated), uniqueID: generated)
+    static let rejected = APNSResponse.rejected(
+        Rejection(.badDeviceToken), apnsID: .echoed("0A1B2C3D-0000-4000-8000-00000000000A"))
+    static let created = BroadcastResponse(status: 201, requestID: .generated(generated), channelID: "dHN0LTEyMzQ1Njc4OTAxMjM0NQ==")
+    static let unregistered = APNSResponse.rejected(Rejection(.unregistered, timestamp: 1), apnsID: .generated(generated))
 
     func session(_ session: HTTP2Session, didReceive stream: HTTP2Stream) {
-        switch stream.id % 8 {
-        case 1: session.submit(HTTP2Response(status: 200), on: stream, id: stream.id)
-        case 3: session.submit(HTTP2Response(status: 400, body: Array(#"{"reason":"BadDeviceToken"}"#.utf8)), on: stream, id: stream.id)
-        case 5: later.append((stream, stream.id))
+        switch stream.id % 16 {
+        case 1, 9: session.submit(Self.accepted, on: stream, id: stream.id)
+        case 3: session.submit(Self.rejected, on: stream, id: stream.id)
+        case 7: session.submit(Self.created, on: stream, id: stream.id)
+        case 5, 13: later.append((stream, stream.id))
         default: session.reset(stream, id: stream.id, code: .internalError)
         }
     }
@@ -25,7 +34,7 @@ final class Answers: HTTP2SessionDelegate {
     func answerLater() {
         guard let session else { return }
         for (stream, id) in later {
-            session.submit(HTTP2Response(status: 410, body: Array(#"{"reason":"Unregistered","timestamp":1}"#.utf8)), on: stream, id: id)
+            session.submit(Self.unregistered, on: stream, id: id)
         }
         later.removeAll()
     }
