@@ -259,7 +259,7 @@ public struct BroadcastValidator: Sendable {
         // The payload's own findings depend on its bytes alone: memoized while a connection repeats
         // the payload (the memo keys on them). Whether a subscribed channel exists is looked up
         // each time: channels come and go.
-        var lint = memo.lint(request, pushType: .liveactivity) { request, pushType in
+        var lint = memo.lint(request, pushType: .liveactivity, broadcast: true) { request, pushType in
             guard request.bodyLength == request.body.count else { return [] }
             var findings = Lint.findings(payload: request.body, pushType: pushType)
             if Lint.startsLiveActivity(request.body) {

@@ -162,7 +162,8 @@ public struct Rejection: Sendable, Equatable {
     /// The string put on the wire for `reason`: `reason.rawValue`, except where the configuration
     /// selects the alternative spelling `BadEnvironmentKeyInToken`.
     public var wireReason: String {
-        environmentKeySpelling == .observed ? EnvironmentKeyReasonSpelling.observed.rawValue : reason.rawValue
+        reason == .badEnvironmentKeyIdInToken && environmentKeySpelling == .observed
+            ? EnvironmentKeyReasonSpelling.observed.rawValue : reason.rawValue
     }
 
     public var status: Int { reason.status }

@@ -428,6 +428,7 @@ public struct Validator: Sendable {
 public struct ValidationMemo: Sendable {
     private var lintPayload: [UInt8] = []
     private var lintPushType: PushType?
+    private var lintBroadcast = false
     private var lintFindings: [LintFinding]?
     private var lastToken: String = ""
     /// The last topic-permission answer: a connection's sender and topic rarely change, and a Set
@@ -473,17 +474,22 @@ public struct ValidationMemo: Sendable {
         case rejected(Rejection)
     }
 
+    /// The findings `compute` gives for the request's payload, remembered for the last payload.
+    /// `broadcast` tells a broadcast's findings (which add the broadcast-only ones) from a device
+    /// push's: a connection may send both, with the same push type and payload.
     mutating func lint(
-        _ request: PushRequest, pushType: PushType?, _ compute: (PushRequest, PushType?) -> [LintFinding]
+        _ request: PushRequest, pushType: PushType?, broadcast: Bool = false,
+        _ compute: (PushRequest, PushType?) -> [LintFinding]
     ) -> [LintFinding] {
-        if let findings = lintFindings, lintPushType == pushType, request.bodyLength == lintPayload.count,
-           request.body.hasSameBytes(as: lintPayload) {
+        if let findings = lintFindings, lintPushType == pushType, lintBroadcast == broadcast,
+           request.bodyLength == lintPayload.count, request.body.hasSameBytes(as: lintPayload) {
             return findings
         }
         let findings = compute(request, pushType)
         lintPayload.removeAll(keepingCapacity: true)
         lintPayload.append(contentsOf: request.body)
         lintPushType = pushType
+        lintBroadcast = broadcast
         lintFindings = findings
         return findings
     }

@@ -211,3 +211,27 @@ func broadcastPaths(_ path: String, _ expected: BroadcastPath) {
         #expect(!Array("in".utf8).containsBytes(of: "inp"))
     }
 }
+
+/// The payload-lint memo keeps a broadcast's findings (which add broadcast-only ones) apart from a
+/// device push's for the same payload and push type: a connection sends both.
+@Test func lintMemoTellsBroadcastsFromDevicePushes() {
+    var memo = ValidationMemo()
+    var request = PushRequest()
+    request.body = Array(#"{"aps":{"event":"start"}}"#.utf8)
+    request.bodyLength = request.body.count
+    let broadcastOnly = LintFinding(.broadcastStartsLiveActivity, "a broadcast cannot start a Live Activity")
+    #expect(memo.lint(request, pushType: .liveactivity, broadcast: true) { _, _ in [broadcastOnly] } == [broadcastOnly])
+    #expect(memo.lint(request, pushType: .liveactivity) { _, _ in [] } == [])
+    #expect(memo.lint(request, pushType: .liveactivity, broadcast: true) { _, _ in [broadcastOnly] } == [broadcastOnly])
+    // The same question twice is answered from the memo.
+    #expect(memo.lint(request, pushType: .liveactivity, broadcast: true) { _, _ in [] } == [broadcastOnly])
+}
+
+/// Only `BadEnvironmentKeyIdInToken` has another spelling; a rejection's reason decides it.
+@Test func onlyTheEnvironmentKeyReasonHasAnotherSpelling() {
+    var rejection = Rejection(.badEnvironmentKeyIdInToken, spelling: .observed)
+    #expect(rejection.wireReason == "BadEnvironmentKeyInToken")
+    rejection.reason = .badDeviceToken
+    #expect(rejection.wireReason == "BadDeviceToken")
+    #expect(Rejection(.badDeviceToken, spelling: .observed).wireReason == "BadDeviceToken")
+}
