@@ -54,7 +54,6 @@ struct APNSResponse: Sendable {
 
     /// The `apns-id` header value as text (for logs and records).
     var apnsIDText: String { apnsID.text }
-
 }
 
 extension APNSResponse: HTTP2Response {

@@ -35,7 +35,6 @@ struct Answer {
             case .broadcast(let response): response.status
             }
         }
-
     }
 
     /// `nil` when ``action`` replaces the response (shrink-streams and ignore-pings keep it).

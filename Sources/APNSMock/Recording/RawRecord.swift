@@ -157,7 +157,8 @@ struct RawRecord: Sendable {
         switch apnsID {
         case .echoed(let text):
             // Echoed ids are kept once, where the request carried them.
-            assert(text == (broadcast == nil ? apnsIDHeader : shape.request.requestID), "an echoed id is the request's")
+            assert(text == Self.echoSource(broadcast: broadcast, apnsIDHeader: apnsIDHeader, shape: shape),
+                   "an echoed id is the request's")
             flags.insert(.echoedID)
             generatedID = UUIDValue(high: 0, low: 0)
         case .generated(let value):
@@ -178,7 +179,13 @@ struct RawRecord: Sendable {
     /// The response's id: the client's, echoed, or the one generated for it.
     var apnsID: APNSResponse.RequestID {
         guard flags.contains(.echoedID) else { return .generated(generatedID) }
-        return .echoed((broadcast == nil ? apnsIDHeader : shape.request.requestID) ?? "")
+        return .echoed(Self.echoSource(broadcast: broadcast, apnsIDHeader: apnsIDHeader, shape: shape) ?? "")
+    }
+
+    /// The header an echoed id came from: a device push's `apns-id`, a broadcast-side request's
+    /// `apns-request-id` (which the shape keeps).
+    private static func echoSource(broadcast: BroadcastDetails?, apnsIDHeader: String?, shape: RequestShape) -> String? {
+        broadcast == nil ? apnsIDHeader : shape.request.requestID
     }
 
     var uniqueID: UUIDValue? { flags.contains(.hasUniqueID) ? storedUniqueID : nil }

@@ -258,34 +258,41 @@ extension ConnectionState {
         for request: borrowing PushRequest, accepted: Bool, lint: [LintFinding]?,
         interpreted: () -> RawRecord.Interpreted?, environment: APNSEnvironment, auth: AuthSummary, connectionID: UInt64
     ) -> RequestShape {
-        if let shape = recordShape, shape.interpreted?.lint == lint,
+        Self.share(
+            &recordShape, for: request, accepted: accepted, fits: { $0.interpreted?.lint == lint },
+            interpreted: interpreted, environment: environment, auth: auth, connectionID: connectionID)
+    }
+
+    /// The same for broadcast-side records, kept apart from device pushes' (the same headers mean
+    /// other things). The app of a broadcast is in `:path`, which a shape leaves to each record, so
+    /// a shape whose interpreted topic is another app's does not fit; nor does one whose lint
+    /// differs (it depends on the channels that exist).
+    mutating func broadcastSideShape(
+        for request: borrowing PushRequest, interpreted: RawRecord.Interpreted?, environment: APNSEnvironment,
+        auth: AuthSummary, connectionID: UInt64
+    ) -> RequestShape {
+        Self.share(
+            &broadcastSideShape, for: request, accepted: interpreted != nil,
+            fits: { $0.interpreted?.topic == interpreted?.topic && $0.interpreted?.lint == interpreted?.lint },
+            interpreted: { interpreted }, environment: environment, auth: auth, connectionID: connectionID)
+    }
+
+    /// The shape in `cached` if `request` matches it and `fits` accepts what it interprets beyond
+    /// the request, else a new one, kept in `cached` for the next record.
+    private static func share(
+        _ cached: inout RequestShape?, for request: borrowing PushRequest, accepted: Bool,
+        fits: (RequestShape) -> Bool, interpreted: () -> RawRecord.Interpreted?, environment: APNSEnvironment,
+        auth: AuthSummary, connectionID: UInt64
+    ) -> RequestShape {
+        if let shape = cached, fits(shape),
            shape.matches(request, accepted: accepted, environment: environment, auth: auth) {
             return shape
         }
         let shape = RequestShape(
             copy request, interpreted: interpreted(), environment: environment, auth: auth, connectionID: connectionID)
-        recordShape = shape
+        cached = shape
         return shape
     }
-
-    /// The same for broadcast-side records. The app of a broadcast is in `:path`, which a shape
-    /// leaves to each record, so a shape whose interpreted topic is another app's does not fit;
-    /// nor does one whose lint differs (it depends on the channels that exist).
-    mutating func broadcastSideShape(
-        for request: borrowing PushRequest, interpreted: RawRecord.Interpreted?, environment: APNSEnvironment,
-        auth: AuthSummary, connectionID: UInt64
-    ) -> RequestShape {
-        if let shape = broadcastSideShape, shape.interpreted?.topic == interpreted?.topic,
-           shape.interpreted?.lint == interpreted?.lint,
-           shape.matches(request, accepted: interpreted != nil, environment: environment, auth: auth) {
-            return shape
-        }
-        let shape = RequestShape(
-            copy request, interpreted: interpreted, environment: environment, auth: auth, connectionID: connectionID)
-        broadcastSideShape = shape
-        return shape
-    }
-
 
     /// The last broadcast-side record's details when they are the same, else new ones (kept for
     /// the next record): a load of broadcasts on one channel allocates them once.
