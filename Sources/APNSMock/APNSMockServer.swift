@@ -1,4 +1,5 @@
 import APNSMockCore
+import Foundation
 import Logging
 import NIOCore
 import NIOExtras
@@ -48,34 +49,39 @@ public struct APNSMockServer: Service {
         // One quiescing helper per listener: a helper follows a single server channel (the first
         // that registers), so a shared one would leave the others' connections without GOAWAY.
         var quiescers: [ServerQuiescingHelper] = []
-        var ports: [Int] = []
+        var bound: [ListenerAddress] = []
+        var channels: [any Channel] = []
         do {
-            // The APNs listener, then one channel-management listener per environment.
-            let listeners: [(role: ListenerRole, host: String, port: Int)] = [
-                (.apns, configuration.host, configuration.port),
-                (.channelManagement(.sandbox), configuration.broadcast.host, configuration.broadcast.sandboxPort),
-                (.channelManagement(.production), configuration.broadcast.host, configuration.broadcast.productionPort),
-            ]
-            for (role, host, port) in listeners {
+            for address in ListenerAddress.tlsListeners(of: configuration) {
                 let quiesce = ServerQuiescingHelper(group: group)
                 quiescers.append(quiesce)
                 let channel = try await Self.bindTLSListener(
-                    host: host, port: port, router: router.serving(role), tlsContext: tlsContext,
+                    address, router: router.serving(address.role), tlsContext: tlsContext,
                     group: group, quiesce: quiesce, configuration: configuration, logger: logger)
-                let bound = channel.localAddress?.port ?? port
-                ports.append(bound)
+                channels.append(channel)
+                var listening = address
+                listening.port = channel.localAddress?.port ?? address.port
+                bound.append(listening)
                 logger.info(
-                    role == .apns ? "APNs listener up" : "channel-management listener up",
-                    metadata: ["host": "\(host)", "port": "\(bound)", "role": "\(role)", "threads": "\(configuration.threads)"])
+                    address.role == .apns ? "APNs listener up" : "channel-management listener up",
+                    metadata: [
+                        "listener": "\(address.name)", "host": "\(address.host)", "port": "\(listening.port)",
+                        "threads": "\(configuration.threads)",
+                    ])
             }
         } catch {
+            // The listeners bound so far close, and their quiescing helpers go, while the event
+            // loops still run: a helper's deinit completes a promise on one of them.
+            for channel in channels {
+                try? await channel.close()
+            }
+            quiescers.removeAll()
             try? await group.shutdownGracefully()
             throw error
         }
         let listener = RunningAPNSListener(
-            port: ports[0], broadcastSandboxPort: ports[1], broadcastProductionPort: ports[2], group: group,
-            quiescers: quiescers, connections: state.connections, gracePeriod: configuration.shutdownGracePeriod,
-            logger: logger)
+            listeners: bound, group: group, quiescers: quiescers, connections: state.connections,
+            gracePeriod: configuration.shutdownGracePeriod, logger: logger)
         // The admin listener starts once the APNs one is bound, so /healthz never answers 200
         // before requests can be sent.
         let api = AdminAPI(
@@ -83,7 +89,8 @@ public struct APNSMockServer: Service {
             knownApps: configuration.allowedTopics == .any ? nil : Set(configuration.teams.flatMap(\.apps)),
             maxConcurrentStreams: Int(configuration.http2.maxConcurrentStreams),
             token: configuration.admin.token,
-            apnsIsUp: { [weak listener] in listener?.isServing ?? false })
+            caCertificatePEM: Self.caCertificatePEM(configuration),
+            health: { [weak listener] in listener?.health ?? .stopping(nil) })
         do {
             listener.admin = try await AdminServer.start(api: api, settings: configuration.admin, logger: logger)
         } catch {
@@ -95,6 +102,15 @@ public struct APNSMockServer: Service {
 }
 
 extension APNSMockServer {
+    /// The CA certificates `GET /v1/ca.pem` serves, read once at start (they are small and do not
+    /// change while the mock runs); `nil` when none of the files exists.
+    static func caCertificatePEM(_ configuration: ServerConfiguration) -> String? {
+        let paths = configuration.caCertificatePaths ?? configuration.clientCAPath.map { [$0] } ?? []
+        let texts = paths.compactMap { try? String(contentsOfFile: $0, encoding: .utf8) }
+        guard !texts.isEmpty else { return nil }
+        return texts.map { $0.hasSuffix("\n") ? $0 : $0 + "\n" }.joined()
+    }
+
     /// Binds one TLS + HTTP/2 listener whose connections serve `router`'s APIs: the APNs listener,
     /// and any other listener of the same kind. Every connection is counted in the router's
     /// ``MockState``, gets the configured timeouts, and hears about graceful shutdown through
@@ -103,15 +119,11 @@ extension APNSMockServer {
     /// at once with a reset and logged), and a pause in accepting when `accept` fails for want of descriptors instead of
     /// a busy retry.
     static func bindTLSListener(
-        host: String, port: Int, router: APIRouter, tlsContext: TLSContext, group: MultiThreadedEventLoopGroup,
+        _ address: ListenerAddress, router: APIRouter, tlsContext: TLSContext, group: MultiThreadedEventLoopGroup,
         quiesce: ServerQuiescingHelper, configuration: ServerConfiguration, logger: Logger
     ) async throws -> Channel {
         let connections = router.state.connections
-        let name: String
-        switch router.role {
-        case .apns: name = "apns"
-        case .channelManagement(let environment): name = "channel-management-\(environment.rawValue)"
-        }
+        let name = address.name
         // One limit for the TLS listeners together, kept in the shared registry.
         let refusals = RefusalLog(
             listener: name, limit: configuration.maxConnections, setting: "server.maxConnections", logger: logger)
@@ -125,7 +137,9 @@ extension APNSMockServer {
                     try channel.pipeline.syncOperations.addHandler(quiesce.makeServerChannelHandler(channel: channel))
                 }
             }
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            // TCP_NODELAY is a TCP-level option: `.socketOption(.tcp_nodelay)` would be level
+            // SOL_SOCKET, where its number (1) is SO_DEBUG, which needs CAP_NET_ADMIN.
+            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             .childChannelOption(.maxMessagesPerRead, value: 16)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
@@ -156,17 +170,21 @@ extension APNSMockServer {
                     try channel.pipeline.syncOperations.addHandler(handler)
                 }
             }
-        return try await bootstrap.bind(host: host, port: port).get()
+        let channel: any Channel
+        do {
+            channel = try await bootstrap.bind(host: address.host, port: address.port).get()
+        } catch {
+            throw ListenerBindError(address: address, underlying: error)
+        }
+        try await SetupFailureLog.install(on: channel, listener: name, logger: logger)
+        return channel
     }
 }
 
 /// A bound, serving APNs listener.
 public final class RunningAPNSListener: Sendable {
-    /// The port actually bound (the chosen one when configured with port 0).
-    public let port: Int
-    /// The channel-management listeners' ports, sandbox and production.
-    public let broadcastSandboxPort: Int
-    public let broadcastProductionPort: Int
+    /// The TLS listeners as bound (ports chosen where port 0 was configured), in start order.
+    public let listeners: [ListenerAddress]
     private let group: MultiThreadedEventLoopGroup
     /// One per TLS listener. Released before the event loops are (see ``shutdown()``): a helper's
     /// deinit completes a promise on one of them, which must still be running.
@@ -183,19 +201,44 @@ public final class RunningAPNSListener: Sendable {
         set { adminServer.withLock { $0 = newValue } }
     }
 
+    /// The APNs listener's port (the chosen one when configured with port 0).
+    public var port: Int { port(of: .apns) }
+    /// The APNs listener's additional ports (`server.additionalPorts`), as bound.
+    public var additionalPorts: [Int] { listeners.filter { $0.kind == .apnsAdditional }.map(\.port) }
+    /// The channel-management listeners' ports, sandbox and production.
+    public var broadcastSandboxPort: Int { port(of: .channelManagement(.sandbox)) }
+    public var broadcastProductionPort: Int { port(of: .channelManagement(.production)) }
+
+    private func port(of kind: ListenerAddress.Kind) -> Int {
+        listeners.first { $0.kind == kind }?.port ?? 0
+    }
+
     /// The admin listener's port (the chosen one when configured with port 0).
     public var adminPort: Int { admin?.port ?? 0 }
+
+    /// Every bound port by listener, as `GET /v1/health` and the listening line show them.
+    public var ports: ListenerPorts {
+        ListenerPorts(
+            apns: port, apnsAdditional: additionalPorts, broadcastSandbox: broadcastSandboxPort,
+            broadcastProduction: broadcastProductionPort, admin: admin?.port)
+    }
 
     /// False once ``shutdown()`` began.
     var isServing: Bool { !stopped.withLock { $0 } }
 
+    /// What `GET /v1/health` reports: every listener bound (the admin listener's port is known
+    /// once ``APNSMockServer/start()`` has it), or shutting down.
+    var health: ListenerHealth {
+        let ports = self.ports
+        guard isServing else { return .stopping(ports) }
+        return ports.admin == nil ? .starting(ports) : .ok(ports)
+    }
+
     init(
-        port: Int, broadcastSandboxPort: Int, broadcastProductionPort: Int, group: MultiThreadedEventLoopGroup,
-        quiescers: [ServerQuiescingHelper], connections: ConnectionRegistry, gracePeriod: TimeAmount, logger: Logger
+        listeners: [ListenerAddress], group: MultiThreadedEventLoopGroup, quiescers: [ServerQuiescingHelper],
+        connections: ConnectionRegistry, gracePeriod: TimeAmount, logger: Logger
     ) {
-        self.port = port
-        self.broadcastSandboxPort = broadcastSandboxPort
-        self.broadcastProductionPort = broadcastProductionPort
+        self.listeners = listeners
         self.group = group
         self.quiescers = Mutex(quiescers)
         self.connections = connections

@@ -9,6 +9,9 @@ public struct ServerConfiguration: Sendable {
     public var host: String = "127.0.0.1"
     /// 0 picks a free port; the chosen one is reported by ``RunningAPNSListener/port``.
     public var port: Int = 2197
+    /// More ports the APNs listener binds on `host`, each served like `port` (Apple's APNs
+    /// answers on 443 and 2197). 0 picks a free one.
+    public var additionalPorts: [Int] = []
     /// Event-loop threads serving APNs connections.
     public var threads: Int = System.coreCount
     public var http2 = HTTP2Settings()
@@ -34,6 +37,9 @@ public struct ServerConfiguration: Sendable {
     public var privateKeyPath: String = "certs/server-key.pem"
     /// Client certificates are verified against this CA; `nil` still requests one.
     public var clientCAPath: String? = "certs/ca.pem"
+    /// The CA certificates `GET /v1/ca.pem` serves, in this order: what a client must trust for
+    /// the server's chain, then the client CA when that differs. `nil`: ``clientCAPath``.
+    public var caCertificatePaths: [String]?
     /// The environment of requests whose host names none (docs/apns.md, "Environments").
     public var environment: APNSEnvironment = .sandbox
     public var validation = ValidationSettings()
@@ -65,6 +71,7 @@ public struct ServerConfiguration: Sendable {
     public init(_ file: Configuration) {
         host = file.server.host
         port = file.server.port
+        additionalPorts = file.server.additionalPorts
         http2 = HTTP2Settings(maxConcurrentStreams: UInt32(clamping: file.server.maxConcurrentStreams))
         idleTimeout = file.server.idleTimeout == 0 ? .hours(24 * 365 * 100) : .seconds(Int64(file.server.idleTimeout))
         certificatePath = file.tls.certificate

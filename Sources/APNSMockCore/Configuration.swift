@@ -13,6 +13,10 @@ public struct Configuration: Sendable, Equatable {
         public var host = "127.0.0.1"
         /// 0 picks a free port (the command prints the one chosen).
         public var port = 2197
+        /// More ports on `host` served exactly like `port`: Apple's APNs answers on 443 as well as
+        /// 2197, and clients that hard-code Apple's host dial 443 (the container image listens on
+        /// both). 0 picks a free port.
+        public var additionalPorts: [Int] = []
         /// Announced in SETTINGS once a connection is authenticated; Apple announces 1000.
         public var maxConcurrentStreams = 1000
         /// Seconds a connection may stay idle before the mock ends it with GOAWAY IdleTimeout;
@@ -110,15 +114,21 @@ public struct Configuration: Sendable, Equatable {
     public struct Key: Sendable, Equatable {
         /// Apple's 10-character key ID, the JWT header's `kid`.
         public var keyId: String
-        /// The key file: a private key (`.p8`) or only its public key.
+        /// The key file: a private key (`.p8`) or only its public key. Not read when ``pem`` is set.
         public var path: String
+        /// The key itself, PEM text (a `.p8` private key or its public key), for configurations
+        /// that cannot ship a file (a CI service container configured by environment variables).
+        public var pem: String?
         public var environment: KeyEnvironment
         /// The apps (bundle IDs) this key may push to; empty for every app of its team.
         public var topics: [String]
 
-        public init(keyId: String, path: String? = nil, environment: KeyEnvironment = .any, topics: [String] = []) {
+        public init(
+            keyId: String, path: String? = nil, pem: String? = nil, environment: KeyEnvironment = .any, topics: [String] = []
+        ) {
             self.keyId = keyId
             self.path = path ?? Key.defaultPath(keyId: keyId)
+            self.pem = pem
             self.environment = environment
             self.topics = topics
         }
@@ -381,17 +391,21 @@ extension Configuration {
         return broadcast
     }
 
-    private static let portRange = 0...65_535
+    static let portRange = 0...65_535
 
     private static func decodeServer<N>(_ field: Field<N>) throws(ConfigurationError) -> Server {
         let fields = try field.mapping(allowing: [
-            "host", "port", "maxConcurrentStreams", "idleTimeout", "streamsBeforeAuthentication", "tokenUpdateInterval",
+            "host", "port", "additionalPorts", "maxConcurrentStreams", "idleTimeout", "streamsBeforeAuthentication",
+            "tokenUpdateInterval",
             "shrinkStreamsAfterRejection",
             "maxConnections", "requestTimeout", "responseTimeout", "handshakeTimeout",
         ])
         var server = Server()
         if let host = fields.optional("host") { server.host = try host.nonEmptyString() }
         if let port = fields.optional("port") { server.port = try port.integer(in: portRange) }
+        if let ports = fields.optional("additionalPorts") {
+            server.additionalPorts = try additionalPorts(ports, mainPort: server.port)
+        }
         if let streams = fields.optional("maxConcurrentStreams") {
             // An HTTP/2 SETTINGS value is 31 bits.
             server.maxConcurrentStreams = try streams.integer(in: 1...Int(Int32.max))
@@ -413,6 +427,22 @@ extension Configuration {
         if let timeout = fields.optional("responseTimeout") { server.responseTimeout = try timeout.integer(in: timeoutRange) }
         if let timeout = fields.optional("handshakeTimeout") { server.handshakeTimeout = try timeout.integer(in: timeoutRange) }
         return server
+    }
+
+    /// `server.additionalPorts`: ports, none twice, none the main port (0, any free port, may repeat).
+    static func additionalPorts<N>(_ field: Field<N>, mainPort: Int) throws(ConfigurationError) -> [Int] {
+        var ports: [Int] = []
+        for element in try field.elements() {
+            let port = try element.integer(in: portRange)
+            if port != 0, port == mainPort {
+                throw element.error(.contradiction, "port \(port) is already server.port")
+            }
+            if port != 0, ports.contains(port) {
+                throw element.error(.duplicate, "port \(port) is listed twice")
+            }
+            ports.append(port)
+        }
+        return ports
     }
 
     /// A connection limit: at least one, at most what any process may hold open.
@@ -534,6 +564,12 @@ extension Configuration {
         let keyId = try appleIdentifier(try fields.required("keyId"), what: "key ID")
         var key = Key(keyId: keyId)
         if let path = fields.optional("path") { key.path = try path.nonEmptyString() }
+        if let pem = fields.optional("pem") {
+            if fields.optional("path") != nil {
+                throw pem.error(.contradiction, "give the key as a file (path) or inline (pem), not both")
+            }
+            key.pem = try checkedPEM(pem)
+        }
         if let environment = fields.optional("environment") { key.environment = try environment.oneOf(KeyEnvironment.self) }
         if let topics = fields.optional("topics") {
             for (topic, topicField) in try topics.stringList() {
@@ -546,10 +582,32 @@ extension Configuration {
         return key
     }
 
-    private static let keyFieldNames = ["keyId", "path", "environment", "topics"]
+    private static let keyFieldNames = ["keyId", "path", "pem", "environment", "topics"]
+
+    /// Text that has the shape of one PEM block (`-----BEGIN …-----`, base64, `-----END …-----`).
+    /// Whether it is a P-256 key is checked when the keys are loaded.
+    static func checkedPEM<N>(_ field: Field<N>) throws(ConfigurationError) -> String {
+        let text = try field.nonEmptyString()
+        let lines = text.split(whereSeparator: \.isNewline)
+            .map { String($0.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed()) }
+            .filter { !$0.isEmpty }
+        guard let first = lines.first, let last = lines.last, lines.count >= 3,
+              first.hasPrefix("-----BEGIN "), first.hasSuffix("-----"),
+              last.hasPrefix("-----END "), last.hasSuffix("-----")
+        else {
+            throw field.error(
+                .invalidValue,
+                "not a PEM key: expected -----BEGIN PRIVATE KEY----- (or PUBLIC KEY), base64 lines, -----END …----- (with its line breaks)")
+        }
+        let base64 = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
+        guard lines.dropFirst().dropLast().allSatisfy({ $0.allSatisfy(base64.contains) }) else {
+            throw field.error(.invalidValue, "not a PEM key: the lines between BEGIN and END must be base64")
+        }
+        return text
+    }
 
     /// Apple's team and key IDs: 10 characters, uppercase letters and digits.
-    private static func appleIdentifier<N>(_ field: Field<N>, what: String) throws(ConfigurationError) -> String {
+    static func appleIdentifier<N>(_ field: Field<N>, what: String) throws(ConfigurationError) -> String {
         let value = try field.string()
         let valid = value.utf8.count == 10 && value.utf8.allSatisfy { byte in
             (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) || byte.isDecimalDigit

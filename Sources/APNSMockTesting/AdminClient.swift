@@ -27,6 +27,19 @@ public struct AdminClient: Sendable {
         return try response.decode(NotificationPage.self, expecting: [200])
     }
 
+    /// `GET /v1/health`: whether every listener is bound, and their ports.
+    public func health() async throws -> Health {
+        let response = try await request("GET", "/v1/health")
+        return try response.decode(Health.self, expecting: [200, 503])
+    }
+
+    /// `GET /v1/ca.pem`: the CA certificate(s) a client must trust for the mock's TLS listeners.
+    public func caCertificate() async throws -> String {
+        let response = try await request("GET", "/v1/ca.pem")
+        try response.expect([200])
+        return String(decoding: response.body, as: UTF8.self)
+    }
+
     /// `GET /v1/stats`.
     public func stats() async throws -> Statistics {
         try await request("GET", "/v1/stats").decode(Statistics.self)
@@ -99,6 +112,18 @@ public struct AdminClient: Sendable {
         }
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0
         return AdminResponse(status: status, body: data)
+    }
+}
+
+/// The body of `GET /v1/health`.
+public struct Health: Codable, Sendable, Equatable {
+    /// `ok` (every listener bound), `starting` or `stopping`.
+    public var status: String
+    public var ports: ListenerPorts?
+
+    public init(status: String, ports: ListenerPorts?) {
+        self.status = status
+        self.ports = ports
     }
 }
 

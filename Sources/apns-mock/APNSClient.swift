@@ -99,7 +99,8 @@ final class APNSConnection: Sendable {
     ) async throws(ConnectFailure) -> APNSConnection {
         let bootstrap = ClientBootstrap(group: group)
             .connectTimeout(timeout)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            // TCP level: at the socket level option 1 is SO_DEBUG, which only root may set.
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
         let serverName = target.serverNameIndication
         let connected: (any Channel, NIOHTTP2Handler.StreamMultiplexer, NIOLoopBound<ConnectionWatcher>, EventLoopPromise<String?>)
         do {

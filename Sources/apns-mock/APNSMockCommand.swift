@@ -10,21 +10,27 @@ struct APNSMockCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "apns-mock",
         abstract: "A local imitation of Apple's Push Notification service (HTTP/2 over TLS).",
-        subcommands: [Serve.self, Certs.self, Keys.self, Token.self, Send.self],
+        subcommands: [Serve.self, Certs.self, Keys.self, Token.self, Send.self, Healthcheck.self],
         defaultSubcommand: Serve.self)
 }
 
 /// Options every command that logs shares.
 struct LoggingOptions: ParsableArguments {
-    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
-    var logLevel: Logger.Level = .info
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical (default info; APNS_MOCK_LOG_LEVEL).")
+    var logLevel: Logger.Level?
 
-    @Option(help: "Log format: text or json.")
-    var logFormat: LogFormat = .text
+    @Option(help: "Log format: text or json (default text; APNS_MOCK_LOG_FORMAT).")
+    var logFormat: LogFormat?
 
-    func bootstrap() -> Logger {
-        let level = logLevel
-        let format = logFormat
+    /// Starts swift-log with the options, or else the environment's `APNS_MOCK_LOG_LEVEL` and
+    /// `APNS_MOCK_LOG_FORMAT` (a bad value there is ignored here: `serve` reports it).
+    func bootstrap(environment: EnvironmentVariables? = nil) -> Logger {
+        let level = logLevel ?? (try? environment?.oneOf("APNS_MOCK_LOG_LEVEL", Logger.Level.self)) ?? .info
+        let format = logFormat ?? (try? environment?.oneOf("APNS_MOCK_LOG_FORMAT", LogFormat.self)) ?? .text
+        return Self.bootstrap(level: level, format: format)
+    }
+
+    static func bootstrap(level: Logger.Level, format: LogFormat) -> Logger {
         LoggingSystem.bootstrap { label in
             var handler: any LogHandler
             switch format {
@@ -38,7 +44,7 @@ struct LoggingOptions: ParsableArguments {
     }
 }
 
-enum LogFormat: String, ExpressibleByArgument, CaseIterable {
+enum LogFormat: String, ExpressibleByArgument, CaseIterable, Sendable {
     case text
     case json
 }
@@ -69,8 +75,54 @@ enum ConfigurationFile {
             logger.error("cannot read --config \(path): \(error.localizedDescription)")
             throw ExitCode(2)
         }
+        return try parse(text, source: path, logger: logger)
+    }
+
+    /// The configuration as `serve` and `healthcheck` see it: the file (`--config`, else
+    /// `APNS_MOCK_CONFIG`, else the text of `APNS_MOCK_CONFIG_YAML`), then the other
+    /// `APNS_MOCK_*` variables over it. Any problem is logged, naming the variable, file and
+    /// field, and ends the command with exit code 2.
+    static func load(_ path: String?, environment: EnvironmentVariables, logger: Logger) throws -> Configuration {
+        let filePath = environment["APNS_MOCK_CONFIG"]
+        let inline = environment["APNS_MOCK_CONFIG_YAML"]
+        if path == nil, filePath != nil, inline != nil {
+            logger.error("APNS_MOCK_CONFIG and APNS_MOCK_CONFIG_YAML are both set: give the configuration one way")
+            throw ExitCode(2)
+        }
+        var configuration: Configuration
+        if let path = path ?? filePath {
+            configuration = try load(path, logger: logger)
+        } else if let inline {
+            configuration = try parse(inline, source: "APNS_MOCK_CONFIG_YAML", logger: logger)
+        } else {
+            configuration = Configuration()
+        }
         do {
-            return try Configuration.parse(yaml: text, file: path)
+            try environment.apply(to: &configuration)
+        } catch {
+            logger.error("\(error)")
+            throw ExitCode(2)
+        }
+        return configuration
+    }
+
+    private static func parse(_ text: String, source: String, logger: Logger) throws -> Configuration {
+        do {
+            return try Configuration.parse(yaml: text, file: source)
+        } catch {
+            logger.error("\(error)")
+            throw ExitCode(2)
+        }
+    }
+
+    /// The `APNS_MOCK_*` variables of this process; an unknown name or a bad value of the command's
+    /// own is logged and ends the command with exit code 2.
+    static func environment(logger: Logger) throws -> EnvironmentVariables {
+        do {
+            let variables = try EnvironmentVariables(ProcessInfo.processInfo.environment)
+            _ = try variables.oneOf("APNS_MOCK_LOG_LEVEL", Logger.Level.self)
+            _ = try variables.oneOf("APNS_MOCK_LOG_FORMAT", LogFormat.self)
+            return variables
         } catch {
             logger.error("\(error)")
             throw ExitCode(2)
@@ -88,8 +140,9 @@ enum ConfigurationFile {
             apps: configuration.teams.flatMap { team in
                 team.apps.map { TestCertificates.App(bundleID: $0, teamID: team.teamId) }
             },
+            // Inline keys (`pem`) have no file to create.
             tokenKeys: configuration.teams.flatMap { team in
-                team.keys.map { TestCertificates.TokenKey(keyID: $0.keyId, teamID: team.teamId, path: $0.path) }
+                team.keys.filter { $0.pem == nil }.map { TestCertificates.TokenKey(keyID: $0.keyId, teamID: team.teamId, path: $0.path) }
             })
     }
 }

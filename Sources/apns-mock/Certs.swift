@@ -71,33 +71,69 @@ struct Keys: AsyncParsableCommand {
 }
 
 struct Token: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Print a provider token (JWT, ES256) signed with a .p8 key.")
+    static let configuration = CommandConfiguration(
+        abstract: "Print a provider token (JWT, ES256) signed with a .p8 key.",
+        discussion: """
+            Without --key it signs with the key serve uses: the configuration's first team and key \
+            (--config, APNS_MOCK_* variables, the defaults), the key inline (APNS_MOCK_KEY_PEM) or its \
+            file in the certificate directory (--certs, APNS_MOCK_CERTS, ./certs) — in a container, \
+            `apns-mock token` prints a token the running mock accepts.
+            """)
 
-    @Option(help: "The private key file (AuthKey_<KEYID>.p8).")
-    var key: String
+    @Option(help: "The private key file (AuthKey_<KEYID>.p8); default: the configuration's first key.")
+    var key: String?
 
-    @Option(help: "Team ID (the token's iss).")
-    var team: String
+    @Option(help: "Team ID (the token's iss); default with --key: none (required); without: the key's team.")
+    var team: String?
 
-    @Option(help: "Key ID (the token's kid); taken from the file name AuthKey_<KEYID>.p8 when omitted.")
+    @Option(help: "Key ID (the token's kid); taken from the file name AuthKey_<KEYID>.p8 or the configuration when omitted.")
     var keyId: String?
 
     @Option(help: "Issued-at time in UNIX seconds (default: now).")
     var iat: Int?
 
+    @Option(help: "Configuration file, to find the key when --key is not given.")
+    var config: String?
+
+    @Option(help: "Certificate directory, to find the key when --key is not given (default ./certs).")
+    var certs: String?
+
     func run() async throws {
+        let signer = try key.map(fromFile) ?? fromConfiguration()
+        let token = try ProviderTokenSigner.token(
+            keyPEM: signer.pem, teamID: signer.team, keyID: signer.keyID, issuedAt: iat ?? Int(Date().timeIntervalSince1970))
+        Console.line(token)
+    }
+
+    private func fromFile(_ key: String) throws -> (pem: String, team: String, keyID: String) {
+        guard let team else { throw ValidationError("--team is needed with --key") }
         guard let keyID = keyId ?? KeyIDs.fromFileName(key) else {
             throw ValidationError("--key-id is needed: \(key) is not named AuthKey_<KEYID>.p8")
         }
-        let pem: String
         do {
-            pem = try String(contentsOfFile: key, encoding: .utf8)
+            return (try String(contentsOfFile: key, encoding: .utf8), team, keyID)
         } catch {
             throw ValidationError("cannot read --key \(key): \(error.localizedDescription)")
         }
-        let token = try ProviderTokenSigner.token(
-            keyPEM: pem, teamID: team, keyID: keyID, issuedAt: iat ?? Int(Date().timeIntervalSince1970))
-        Console.line(token)
+    }
+
+    /// The first team's first key, as `serve` would load it.
+    private func fromConfiguration() throws -> (pem: String, team: String, keyID: String) {
+        let logger = LoggingOptions.bootstrap(level: .error, format: .text)
+        let environment = try ConfigurationFile.environment(logger: logger)
+        let configuration = try ConfigurationFile.load(config, environment: environment, logger: logger)
+        guard let first = configuration.teams.first, let key = first.keys.first else {
+            throw ValidationError("the configuration has no token key: give --key and --team")
+        }
+        if let pem = key.pem {
+            return (pem, team ?? first.teamId, keyId ?? key.keyId)
+        }
+        let material = ConfigurationFile.material(for: configuration, directory: certs ?? environment["APNS_MOCK_CERTS"])
+        let path = material.tokenKeyPath(.init(keyID: key.keyId, teamID: first.teamId, path: key.path))
+        guard let pem = try? String(contentsOfFile: path, encoding: .utf8) else {
+            throw ValidationError("no key at \(path) (serve creates it on its first start; or give --key)")
+        }
+        return (pem, team ?? first.teamId, keyId ?? key.keyId)
     }
 }
 

@@ -19,6 +19,10 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "APNs listener port; 0 picks a free one (default 2197).")
     var port: Int?
 
+    @Option(name: .customLong("additional-port"),
+            help: "Another port the APNs listener serves, e.g. Apple's 443 (repeatable; replaces server.additionalPorts).")
+    var additionalPorts: [Int] = []
+
     @Option(help: "Admin listener address (default 127.0.0.1).")
     var adminHost: String?
 
@@ -56,6 +60,9 @@ struct Serve: AsyncParsableCommand {
 
     func validate() throws {
         if let port, !(0...65535).contains(port) { throw ValidationError("--port must be between 0 and 65535") }
+        for port in additionalPorts where !(0...65535).contains(port) {
+            throw ValidationError("--additional-port must be between 0 and 65535")
+        }
         if let adminPort, !(0...65535).contains(adminPort) { throw ValidationError("--admin-port must be between 0 and 65535") }
         for (name, port) in [("--broadcast-sandbox-port", broadcastSandboxPort), ("--broadcast-production-port", broadcastProductionPort)] {
             if let port, !(0...65535).contains(port) { throw ValidationError("\(name) must be between 0 and 65535") }
@@ -67,30 +74,49 @@ struct Serve: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let logger = logging.bootstrap()
-        var file = try ConfigurationFile.load(config, logger: logger)
-        // Command-line options override the file.
+        // The environment is read before logging starts, as it may set the log level; its
+        // problems are reported once logging runs.
+        let variables = try? EnvironmentVariables(ProcessInfo.processInfo.environment)
+        let logger = logging.bootstrap(environment: variables)
+        let environment = try ConfigurationFile.environment(logger: logger)
+        let source = config ?? environment["APNS_MOCK_CONFIG"]
+            ?? (environment["APNS_MOCK_CONFIG_YAML"] != nil ? "APNS_MOCK_CONFIG_YAML" : "configuration")
+        var file = try ConfigurationFile.load(config, environment: environment, logger: logger)
+        // Command-line options override the file and the environment.
         if let host { file.server.host = host }
         if let port { file.server.port = port }
+        if !additionalPorts.isEmpty { file.server.additionalPorts = additionalPorts }
         if let adminHost { file.admin.host = adminHost }
         if let adminPort { file.admin.port = adminPort }
         if let broadcastHost { file.broadcast.host = broadcastHost }
         if let broadcastSandboxPort { file.broadcast.sandboxPort = broadcastSandboxPort }
         if let broadcastProductionPort { file.broadcast.productionPort = broadcastProductionPort }
-        if let environment { file.environment = environment }
+        if let environment = self.environment { file.environment = environment }
+        do {
+            try file.checkListenerPorts()
+        } catch {
+            logger.error("\(error) (after the file, the APNS_MOCK_* variables and the command line)")
+            throw ExitCode(2)
+        }
+        let certs = self.certs ?? environment["APNS_MOCK_CERTS"]
         if let certs {
             file.tls.certificate = certs + "/server.pem"
             file.tls.privateKey = certs + "/server-key.pem"
             file.tls.clientCA = certs + "/ca.pem"
         }
         var server = ServerConfiguration(file)
-        if let threads { server.threads = threads }
+        do {
+            if let threads = try threads ?? environment.integer("APNS_MOCK_THREADS", in: 1...4096) { server.threads = threads }
+        } catch {
+            logger.error("\(error)")
+            throw ExitCode(2)
+        }
         if let recordingCapacity { server.recordingCapacity = recordingCapacity }
         if let faultSeed { server.faultSeed = faultSeed }
         do {
             // The APNs listener's threads plus the admin listener's (one per core).
             try DescriptorBudget.apply(
-                to: &server, file: file, threads: server.threads + System.coreCount, source: config ?? "configuration",
+                to: &server, file: file, threads: server.threads + System.coreCount, source: source,
                 logger: logger)
         } catch {
             logger.error("\(error)")
@@ -98,6 +124,7 @@ struct Serve: AsyncParsableCommand {
         }
 
         let material = ConfigurationFile.material(for: file, directory: certs)
+        server.caCertificatePaths = [material.caPath]
         do {
             try material.ensure(logger: logger, tokenKeys: .atDefaultPaths)
         } catch {
@@ -110,6 +137,9 @@ struct Serve: AsyncParsableCommand {
             let paths = material.serverPaths(for: file.tls.scenario)
             server.certificatePath = paths.certificate
             server.privateKeyPath = paths.key
+            if file.tls.scenario == .newRoot {
+                server.caCertificatePaths = [material.nextCAPath, material.caPath]
+            }
             logger.warning(
                 "serving the \(file.tls.scenario.rawValue) TLS trust scenario",
                 metadata: ["certificate": "\(paths.certificate)"])
@@ -128,20 +158,24 @@ struct Serve: AsyncParsableCommand {
         do {
             _ = try TokenKeys.load(server.teams)
         } catch {
-            logger.error("\(config ?? "configuration"): \(error)")
+            if environment["APNS_MOCK_KEY_PEM"] != nil, error.field == "teams[0].keys[0].pem" {
+                logger.error("APNS_MOCK_KEY_PEM: \(error.problem)")
+            } else {
+                logger.error("\(source): \(error)")
+            }
             throw ExitCode(2)
         }
 
-        let demo = file.teams.first.flatMap { team in
+        let demo = server.teams.first.flatMap { team in
             team.keys.first.map { key in
-                DemoIdentity(teamID: team.teamId, keyID: key.keyId, bundleID: team.apps.first ?? "com.example.app", keyPath: material.tokenKeyPath(.init(keyID: key.keyId, teamID: team.teamId, path: key.path)))
+                DemoIdentity(
+                    teamID: team.teamId, keyID: key.keyId, bundleID: team.apps.first ?? "com.example.app",
+                    keyPath: key.pem == nil ? key.path : nil, keyPEM: key.pem ?? (try? String(contentsOfFile: key.path, encoding: .utf8)))
             }
         }
         let environmentName = server.environment
         let apns = APNSMockServer(configuration: server, logger: logger) { listener in
-            Console.line(
-                "apns-mock listening apns=\(listener.port) admin=\(listener.adminPort)"
-                    + " broadcast-sandbox=\(listener.broadcastSandboxPort) broadcast-production=\(listener.broadcastProductionPort)")
+            Console.line(ListeningLine.text(listener.ports))
             Banner.print(material: material, demo: demo, port: listener.port, environment: environmentName)
         }
         let group = ServiceGroup(
@@ -149,7 +183,13 @@ struct Serve: AsyncParsableCommand {
                 services: [.init(service: apns)],
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger))
-        try await group.run()
+        do {
+            try await group.run()
+        } catch {
+            // A listener that cannot bind, most often: said once, with what to do about it.
+            logger.error("\(error)")
+            throw ExitCode(1)
+        }
     }
 }
 
@@ -159,10 +199,23 @@ struct DemoIdentity {
     var teamID: String
     var keyID: String
     var bundleID: String
-    var keyPath: String
+    /// The key's file; `nil` for an inline key (`pem`, `APNS_MOCK_KEY_PEM`).
+    var keyPath: String?
+    /// The key's text, when it could be read: the banner signs a token with it if it is private.
+    var keyPEM: String?
+}
 
-    static let `default` = DemoIdentity(
-        teamID: "DEMOTEAM01", keyID: "DEMOKEY001", bundleID: "com.example.app", keyPath: "certs/AuthKey_DEMOKEY001.p8")
+/// The line scripts wait for: every listener's bound port by key (match by key: keys are only
+/// ever added).
+enum ListeningLine {
+    static func text(_ ports: ListenerPorts) -> String {
+        var line = "apns-mock listening apns=\(ports.apns) admin=\(ports.admin ?? 0)"
+            + " broadcast-sandbox=\(ports.broadcastSandbox) broadcast-production=\(ports.broadcastProduction)"
+        if !ports.apnsAdditional.isEmpty {
+            line += " apns-additional=" + ports.apnsAdditional.map(String.init).joined(separator: ",")
+        }
+        return line
+    }
 }
 
 /// What `serve` tells a newcomer on start: where the material is, and a request that works.
@@ -171,9 +224,9 @@ enum Banner {
         var lines = ["CA certificate:   \(material.caPath)   (trust it in your client)"]
         var curl = "  curl --http2 --cacert \(material.caPath) -i"
         if let demo {
-            lines.append("token key:        \(demo.keyPath)   team \(demo.teamID), key ID \(demo.keyID)")
+            lines.append("token key:        \(demo.keyPath ?? "inline PEM")   team \(demo.teamID), key ID \(demo.keyID)")
             lines.append("client cert auth: \(material.clientCertificatePaths(for: demo.bundleID).certificate)")
-            let token = (try? String(contentsOfFile: demo.keyPath, encoding: .utf8)).flatMap {
+            let token = demo.keyPEM.flatMap {
                 try? ProviderTokenSigner.token(
                     keyPEM: $0, teamID: demo.teamID, keyID: demo.keyID, issuedAt: Int(Date().timeIntervalSince1970))
             }

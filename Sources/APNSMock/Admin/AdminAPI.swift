@@ -16,8 +16,10 @@ struct AdminAPI: Sendable {
     /// The server's MAX_CONCURRENT_STREAMS: a `shrink-streams` rule may only go below it.
     let maxConcurrentStreams: Int
     let token: String?
-    /// Whether the APNs listener is up, for `/healthz`.
-    let apnsIsUp: @Sendable () -> Bool
+    /// What `GET /v1/ca.pem` serves; `nil` when the mock has no CA of its own to offer.
+    let caCertificatePEM: String?
+    /// Whether every listener is up, for `/v1/health` and `/healthz`.
+    let health: @Sendable () -> ListenerHealth
     /// The open `/v1/events` streams (their number is bounded).
     let eventStreams = EventStreams()
 
@@ -33,7 +35,17 @@ struct AdminAPI: Sendable {
         let api = self
         router.add(middleware: BearerTokenMiddleware(token: token))
         router.get("/healthz") { _, _ in
-            api.apnsIsUp() ? Self.json(.ok, ["status": "ok"]) : Self.json(.serviceUnavailable, ["status": "apns listener down"])
+            if case .ok = api.health() { return Self.json(.ok, ["status": "ok"]) }
+            return Self.json(.serviceUnavailable, ["status": "apns listener down"])
+        }
+        router.get("/v1/health") { _, _ in api.healthDocument() }
+        router.get("/v1/ca.pem") { _, _ in
+            guard let pem = api.caCertificatePEM else {
+                return Self.error(.notFound, "ca: this mock serves a certificate it did not issue (tls.certificate), so it has no CA to offer")
+            }
+            return Response(
+                status: .ok, headers: [.contentType: "application/x-pem-file"],
+                body: .init(byteBuffer: ByteBuffer(string: pem)))
         }
         router.get("/v1/notifications") { request, _ in api.notifications(request) }
         router.get("/v1/notifications/wait") { request, _ in await api.wait(request) }
@@ -79,6 +91,22 @@ struct AdminAPI: Sendable {
             return Response(status: .noContent)
         }
         return router
+    }
+
+    // MARK: Health
+
+    /// `{"status":"ok","ports":{…}}` with 200 once every listener is bound; 503 with `starting` or
+    /// `stopping` (and the ports bound so far) otherwise.
+    func healthDocument() -> Response {
+        struct Document: Encodable {
+            var status: String
+            var ports: ListenerPorts?
+        }
+        switch health() {
+        case .ok(let ports): return Self.json(.ok, Document(status: "ok", ports: ports))
+        case .starting(let ports): return Self.json(.serviceUnavailable, Document(status: "starting", ports: ports))
+        case .stopping(let ports): return Self.json(.serviceUnavailable, Document(status: "stopping", ports: ports))
+        }
     }
 
     // MARK: Notifications
@@ -294,8 +322,13 @@ extension JSONValue {
 struct BearerTokenMiddleware<Context: Hummingbird.RequestContext>: RouterMiddleware {
     let token: String?
 
+    /// Paths answered without the token.
+    static var open: Set<String> { ["/v1/health", "/healthz"] }
+
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        guard let token else { return try await next(request, context) }
+        // Health probes (a container's HEALTHCHECK, `apns-mock healthcheck`, an orchestrator)
+        // carry no credentials; the answer holds nothing but listener ports.
+        guard let token, !Self.open.contains(request.uri.path) else { return try await next(request, context) }
         let expected = "Bearer " + token
         guard let sent = request.headers[.authorization], sent == expected else {
             // The inbox page holds no data: it is sent with the 401, so that a browser (which

@@ -33,6 +33,13 @@ struct GuardedHTTP1Channel: ServerChildChannel {
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         let admitted = limiter.admit()
+        // Event streams write one small record at a time: without TCP_NODELAY (at the TCP level)
+        // Nagle's algorithm would hold each behind the last one's ACK.
+        do {
+            try channel.syncOptions?.setOption(.tcpOption(.tcp_nodelay), value: 1)
+        } catch {
+            logger.debug("TCP_NODELAY not set on an admin connection", metadata: ["error": "\(error)"])
+        }
         return inner.setup(channel: channel, logger: logger).flatMapThrowing { value in
             guard admitted else {
                 try ConnectionLimiter.refuse(channel)

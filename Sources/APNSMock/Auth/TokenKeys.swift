@@ -36,33 +36,39 @@ public struct TokenKeyError: Error, CustomStringConvertible {
 public struct TokenKeys: Sendable {
     let byID: [String: TokenKey]
 
-    /// Reads every key file of `teams` (paths as given: the command resolves them). A file that is
-    /// missing, unreadable, or not a P-256 key (private `.p8` or public PEM) throws, naming the
-    /// configuration field and the file.
+    /// Reads every key of `teams`, inline or from its file (paths as given: the command resolves
+    /// them). A file that is missing or unreadable, or a key that is not P-256 (private `.p8` or
+    /// public PEM), throws, naming the configuration field and the file.
     public static func load(_ teams: [Configuration.Team]) throws(TokenKeyError) -> TokenKeys {
         var byID: [String: TokenKey] = [:]
         for (teamIndex, team) in teams.enumerated() {
             for (keyIndex, key) in team.keys.enumerated() {
-                let field = "teams[\(teamIndex)].keys[\(keyIndex)].path"
+                let field: String
+                let file: String
                 let pem: String
-                guard FileManager.default.fileExists(atPath: key.path) else {
-                    throw TokenKeyError(
-                        field: field, file: key.path,
-                        problem: "does not exist (serve creates only keys at their default path, certs/AuthKey_<keyId>.p8; `apns-mock certs init --config FILE` or `apns-mock keys new` creates it)")
-                }
-                do {
-                    pem = try String(contentsOfFile: key.path, encoding: .utf8)
-                } catch {
-                    throw TokenKeyError(field: field, file: key.path, problem: "cannot read it (\(error.localizedDescription))")
+                if let inline = key.pem {
+                    (field, file, pem) = ("teams[\(teamIndex)].keys[\(keyIndex)].pem", "inline PEM", inline)
+                } else {
+                    (field, file) = ("teams[\(teamIndex)].keys[\(keyIndex)].path", key.path)
+                    guard FileManager.default.fileExists(atPath: key.path) else {
+                        throw TokenKeyError(
+                            field: field, file: key.path,
+                            problem: "does not exist (serve creates only keys at their default path, certs/AuthKey_<keyId>.p8; `apns-mock certs init --config FILE` or `apns-mock keys new` creates it)")
+                    }
+                    do {
+                        pem = try String(contentsOfFile: key.path, encoding: .utf8)
+                    } catch {
+                        throw TokenKeyError(field: field, file: key.path, problem: "cannot read it (\(error.localizedDescription))")
+                    }
                 }
                 let loaded: ECKey
                 do {
                     loaded = try ECKey.publicKey(pem: pem)
                 } catch {
-                    throw TokenKeyError(field: field, file: key.path, problem: "not a PEM key: \(error)")
+                    throw TokenKeyError(field: field, file: file, problem: "not a PEM key: \(error)")
                 }
                 guard loaded.isP256 else {
-                    throw TokenKeyError(field: field, file: key.path, problem: "not a P-256 (ES256) key")
+                    throw TokenKeyError(field: field, file: file, problem: "not a P-256 (ES256) key")
                 }
                 byID[key.keyId] = TokenKey(team: team, key: key, publicKey: loaded)
             }

@@ -50,14 +50,11 @@ final class ConnectionLimiter: Sendable {
     }
 }
 
-/// Logs a listener's refused connections: the first at once, then at most every
-/// ``reportInterval`` with the number refused meanwhile, naming the listener, the limit and the
-/// setting that raises it.
-final class RefusalLog: Sendable {
-    let listener: String
-    let limit: Int
-    /// The configuration field that sets ``limit``.
-    let setting: String
+/// A warning that may be due many times a second (a refused connection, a connection that could
+/// not be set up): the first is logged at once, then at most one every ``reportInterval``, with
+/// how many happened since the last one logged. Safe from any event loop.
+final class ThrottledWarning: Sendable {
+    private let message: Logger.Message
     private let logger: Logger
     private let state = Mutex(State())
 
@@ -69,17 +66,17 @@ final class RefusalLog: Sendable {
 
     static let reportInterval: TimeAmount = .seconds(10)
 
-    init(listener: String, limit: Int, setting: String, logger: Logger) {
-        self.listener = listener
-        self.limit = limit
-        self.setting = setting
+    init(_ message: Logger.Message, logger: Logger) {
+        self.message = message
         self.logger = logger
     }
 
-    /// Refusals so far.
+    /// Occurrences so far.
     var count: UInt64 { state.withLock { $0.count } }
 
-    func note() {
+    /// Counts one occurrence; logs `message` with `metadata` and the count since the last report
+    /// (`"count"`) when a report is due.
+    func note(_ metadata: @autoclosure () -> Logger.Metadata) {
         let now = NIODeadline.now()
         let report: UInt64? = state.withLock { state in
             state.count += 1
@@ -89,12 +86,70 @@ final class RefusalLog: Sendable {
             return state.count - state.reported
         }
         if let report {
-            logger.warning(
-                "connection limit reached: new connections are closed at once",
-                metadata: [
-                    "listener": "\(listener)", "limit": "\(limit)", "refused": "\(report)", "setting": "\(setting)",
-                ])
+            var metadata = metadata()
+            metadata["count"] = "\(report)"
+            logger.warning(message, metadata: metadata)
         }
+    }
+}
+
+/// Logs a listener's refused connections (``ThrottledWarning``), naming the listener, the limit
+/// and the setting that raises it.
+final class RefusalLog: Sendable {
+    let listener: String
+    let limit: Int
+    /// The configuration field that sets ``limit``.
+    let setting: String
+    private let warning: ThrottledWarning
+
+    init(listener: String, limit: Int, setting: String, logger: Logger) {
+        self.listener = listener
+        self.limit = limit
+        self.setting = setting
+        self.warning = ThrottledWarning("connection limit reached: new connections are closed at once", logger: logger)
+    }
+
+    /// Refusals so far.
+    var count: UInt64 { warning.count }
+
+    func note() {
+        warning.note(["listener": "\(listener)", "limit": "\(limit)", "setting": "\(setting)"])
+    }
+}
+
+/// Logs the connections a listener accepted but could not set up, which NIO closes at once: a
+/// socket option the kernel refused, a pipeline handler that failed to initialise. Without it the
+/// client sees its connection closed before the TLS handshake and the server says nothing (as
+/// when `TCP_NODELAY` was set at the socket level, where option 1 is `SO_DEBUG`, which needs
+/// CAP_NET_ADMIN: every connection of an unprivileged server was dropped in silence).
+///
+/// It goes last in the listening channel's pipeline, after NIO's accept handler, which reports a
+/// failed set-up there as an error (``install(on:listener:logger:)``). Accept errors that
+/// ``AcceptPauseHandler`` does not handle reach it as well.
+final class SetupFailureLog: ChannelInboundHandler, Sendable {
+    typealias InboundIn = NIOAny
+
+    private let listener: String
+    private let warning: ThrottledWarning
+
+    init(listener: String, logger: Logger) {
+        self.listener = listener
+        self.warning = ThrottledWarning("a connection was closed because it could not be set up", logger: logger)
+    }
+
+    /// Failures so far.
+    var count: UInt64 { warning.count }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        warning.note(["listener": "\(listener)", "error": "\(error)"])
+    }
+
+    /// Appends a log to a bound listening channel, behind NIO's accept handler.
+    @discardableResult
+    static func install(on channel: any Channel, listener: String, logger: Logger) async throws -> SetupFailureLog {
+        let log = SetupFailureLog(listener: listener, logger: logger)
+        try await channel.pipeline.addHandler(log).get()
+        return log
     }
 }
 
@@ -167,7 +222,7 @@ final class AcceptPauseHandler: ChannelInboundHandler {
         }
         failures += 1
         let now = NIODeadline.now()
-        if lastReport.map({ now - $0 >= RefusalLog.reportInterval }) ?? true {
+        if lastReport.map({ now - $0 >= ThrottledWarning.reportInterval }) ?? true {
             lastReport = now
             logger.warning(
                 "accept failed: pausing the listener",

@@ -60,6 +60,9 @@ final class RawClient: Sendable {
         return RawClient(channel: channel, collector: collector)
     }
 
+    /// The client's own port (what the server sees as the peer's).
+    var localPort: Int? { channel.localAddress?.port }
+
     func send(_ bytes: [UInt8]) async throws {
         try await channel.writeAndFlush(ByteBuffer(bytes: bytes)).get()
     }

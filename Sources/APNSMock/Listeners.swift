@@ -1,0 +1,128 @@
+import APNSMockCore
+import NIOCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One TLS listener: what it serves and where it binds.
+public struct ListenerAddress: Sendable, Equatable {
+    public enum Kind: Sendable, Equatable {
+        /// The APNs listener (`server.port`).
+        case apns
+        /// The APNs listener on one of `server.additionalPorts` (Apple's 443 beside 2197).
+        case apnsAdditional
+        /// A channel-management listener (`broadcast.sandboxPort`, `broadcast.productionPort`).
+        case channelManagement(APNSEnvironment)
+    }
+
+    public var kind: Kind
+    public var host: String
+    /// The configured port before binding (0: any free one), the bound one after.
+    public var port: Int
+
+    /// The requests its connections serve.
+    var role: ListenerRole {
+        switch kind {
+        case .apns, .apnsAdditional: .apns
+        case .channelManagement(let environment): .channelManagement(environment)
+        }
+    }
+
+    /// The listener's name in logs and errors.
+    public var name: String {
+        switch kind {
+        case .apns: "apns"
+        case .apnsAdditional: "apns-\(port)"
+        case .channelManagement(let environment): "channel-management-\(environment.rawValue)"
+        }
+    }
+
+    /// The configuration field that sets its port.
+    var setting: String {
+        switch kind {
+        case .apns: "server.port"
+        case .apnsAdditional: "server.additionalPorts"
+        case .channelManagement(.sandbox): "broadcast.sandboxPort"
+        case .channelManagement(.production): "broadcast.productionPort"
+        }
+    }
+
+    /// The TLS listeners a configuration asks for, in the order they start: the APNs listener,
+    /// its additional ports, then channel management for sandbox and production.
+    static func tlsListeners(of configuration: ServerConfiguration) -> [ListenerAddress] {
+        [ListenerAddress(kind: .apns, host: configuration.host, port: configuration.port)]
+            + configuration.additionalPorts.map { ListenerAddress(kind: .apnsAdditional, host: configuration.host, port: $0) }
+            + [
+                ListenerAddress(kind: .channelManagement(.sandbox), host: configuration.broadcast.host, port: configuration.broadcast.sandboxPort),
+                ListenerAddress(kind: .channelManagement(.production), host: configuration.broadcast.host, port: configuration.broadcast.productionPort),
+            ]
+    }
+}
+
+/// Every bound port, by listener: the body of `GET /v1/health` and what the listening line prints.
+public struct ListenerPorts: Sendable, Equatable, Codable {
+    public var apns: Int
+    /// `server.additionalPorts` as bound (empty when none is configured).
+    public var apnsAdditional: [Int]
+    public var broadcastSandbox: Int
+    public var broadcastProduction: Int
+    /// `nil` until the admin listener is bound.
+    public var admin: Int?
+
+    public init(apns: Int, apnsAdditional: [Int], broadcastSandbox: Int, broadcastProduction: Int, admin: Int?) {
+        self.apns = apns
+        self.apnsAdditional = apnsAdditional
+        self.broadcastSandbox = broadcastSandbox
+        self.broadcastProduction = broadcastProduction
+        self.admin = admin
+    }
+}
+
+/// The mock's health as `GET /v1/health` tells it.
+enum ListenerHealth: Sendable {
+    /// Every listener is bound and serving.
+    case ok(ListenerPorts)
+    /// The TLS listeners are bound; the admin listener is being started.
+    case starting(ListenerPorts)
+    /// Shutting down (`nil`: the listener is gone).
+    case stopping(ListenerPorts?)
+}
+
+/// A listener that could not bind, said so that the user can act: which listener and setting,
+/// the address, and for the usual causes what to do.
+public struct ListenerBindError: Error, CustomStringConvertible {
+    public let listener: String
+    public let setting: String
+    public let host: String
+    public let port: Int
+    public let underlying: any Error
+
+    init(address: ListenerAddress, underlying: any Error) {
+        self.init(listener: address.name, setting: address.setting, host: address.host, port: address.port, underlying: underlying)
+    }
+
+    init(listener: String, setting: String, host: String, port: Int, underlying: any Error) {
+        self.listener = listener
+        self.setting = setting
+        self.host = host
+        self.port = port
+        self.underlying = underlying
+    }
+
+    public var description: String {
+        var text = "cannot listen on \(host):\(port) (\(setting), the \(listener) listener): \(underlying)"
+        switch (underlying as? IOError)?.errnoCode {
+        case EACCES where port > 0 && port < 1024:
+            text += ". Ports below 1024 need net.ipv4.ip_unprivileged_port_start at or below \(port): Docker sets it to 0 in"
+                + " its containers; with podman add --sysctl net.ipv4.ip_unprivileged_port_start=0; outside a container use a"
+                + " port of 1024 or more, or leave \(port) out of \(setting)"
+        case EADDRINUSE:
+            text += ". Another process (another apns-mock?) listens there; choose another port, or 0 for any free one"
+        case EADDRNOTAVAIL:
+            text += ". No interface of this machine has that address"
+        default:
+            break
+        }
+        return text
+    }
+}
