@@ -21,11 +21,10 @@ struct BroadcastClientTests {
 
     static var inAnHour: Int64 { Int64(Date().timeIntervalSince1970) + 3600 }
 
-    static func seedChannel(_ configuration: inout ServerConfiguration) {
-        configuration.broadcast.channels = [
-            BroadcastChannel(bundleID: app, environment: .sandbox, id: seeded, storagePolicy: .mostRecentMessageStored)
-        ]
-    }
+    static let seededChannel = """
+        broadcast:
+          channels: [{ bundleId: \(app), environment: sandbox, channelId: "\(seeded)", messageStoragePolicy: 1 }]
+        """
 
     // MARK: node-apn and pushy
 
@@ -50,7 +49,7 @@ struct BroadcastClientTests {
         let broadcast: BroadcastStep = node
             ? .broadcast(expiry: expiry)
             : .broadcast(expiry: test.policy == 1 ? expiry : nil, priority: 10)
-        try await MockHarness.withRunningMock { mock in
+        try await ServerProcess.withRunning { mock in
             let report = try await BroadcastDriver(
                 client: test.client, scenario: "lifecycle",
                 steps: [.create(policy: test.policy), .read(), .readAll, broadcast, .delete(), .read(), broadcast]
@@ -115,7 +114,7 @@ struct BroadcastClientTests {
     /// unless `broadcast.requireExpiration` is off, when it takes the missing header as 0.
     @Test("node-apn without note.expiry", arguments: [true, false])
     func nodeWithoutExpiry(requireExpiration: Bool) async throws {
-        try await MockHarness.withRunningMock(configure: { $0.broadcast.requireExpiration = requireExpiration }) { mock in
+        try await ServerProcess.withRunning(yaml: "broadcast: { requireExpiration: \(requireExpiration) }\n") { mock in
             let report = try await BroadcastDriver(
                 client: .node, scenario: "no-expiry", steps: [.create(policy: 0), .broadcast()]
             ).run(against: mock)
@@ -140,7 +139,7 @@ struct BroadcastClientTests {
     /// echoed as sent.
     @Test("node-apn's README example of a create")
     func nodeReadmeCreate() async throws {
-        try await MockHarness.withRunningMock { mock in
+        try await ServerProcess.withRunning { mock in
             let report = try await BroadcastDriver(
                 client: .node, scenario: "readme-create",
                 steps: [
@@ -169,7 +168,7 @@ struct BroadcastClientTests {
     /// once. The faults answer the first read and the first broadcast of the seeded channel.
     @Test("node-apn: ExpiredProviderToken on both sessions, a new token, the same session")
     func nodeRefreshesItsToken() async throws {
-        try await MockHarness.withRunningMock(configure: Self.seedChannel) { mock in
+        try await ServerProcess.withRunning(yaml: Self.seededChannel) { mock in
             try await Self.expireTokenOnce(mock, kind: .channel)
             try await Self.expireTokenOnce(mock, kind: .broadcast)
             let report = try await BroadcastDriver(
@@ -198,7 +197,7 @@ struct BroadcastClientTests {
     /// connection and its token.
     @Test("pushy: ExpiredProviderToken reaches the caller; a broadcast connection is replaced")
     func pushyOnExpiredToken() async throws {
-        try await MockHarness.withRunningMock(configure: Self.seedChannel) { mock in
+        try await ServerProcess.withRunning(yaml: Self.seededChannel) { mock in
             try await Self.expireTokenOnce(mock, kind: .channel)
             try await Self.expireTokenOnce(mock, kind: .broadcast)
             let broadcast = BroadcastStep.broadcast(Self.seeded, priority: 10)
@@ -228,7 +227,7 @@ struct BroadcastClientTests {
     /// request ("Required for token-based authentication"), and so does the mock.
     @Test("pushy's branch: a token on the first management request only")
     func pushyTokenOnFirstStreamOnly() async throws {
-        try await MockHarness.withRunningMock { mock in
+        try await ServerProcess.withRunning { mock in
             let report = try await BroadcastDriver(
                 client: .go, scenario: "token-first-stream", managementToken: "first-stream",
                 steps: [.create(policy: 1), .read(), .readAll]
@@ -246,7 +245,7 @@ struct BroadcastClientTests {
 
     @Test("node-apn with a client certificate: channels and a broadcast")
     func nodeCertificate() async throws {
-        try await MockHarness.withRunningMock { mock in
+        try await ServerProcess.withRunning { mock in
             let report = try await BroadcastDriver(
                 client: .node, scenario: "certificate", auth: .certificate,
                 steps: [.create(policy: 0), .read(), .readAll, .broadcast(expiry: 0), .delete()]
@@ -270,7 +269,7 @@ struct BroadcastClientTests {
     /// sends no `apns-priority`: the mock takes 10, though Apple lists the header as required.
     @Test("pushy with a client certificate: no channel management, a broadcast")
     func pushyCertificate() async throws {
-        try await MockHarness.withRunningMock(configure: Self.seedChannel) { mock in
+        try await ServerProcess.withRunning(yaml: Self.seededChannel) { mock in
             let report = try await BroadcastDriver(
                 client: .go, scenario: "certificate", auth: .certificate,
                 steps: [.create(policy: 1), .broadcast(Self.seeded, expiry: Self.inAnHour)]
@@ -298,7 +297,7 @@ struct BroadcastClientTests {
     /// option. Everything lands in the production environment.
     @Test("node-apn on Apple's production host names")
     func nodeProductionHosts() async throws {
-        try await MockHarness.withRunningMock { mock in
+        try await ServerProcess.withRunning { mock in
             let report = try await BroadcastDriver(
                 client: .node, scenario: "production", environment: .production, hosts: .apple,
                 steps: [.create(policy: 1), .readAll, .broadcast(expiry: Self.inAnHour), .delete()]
@@ -324,7 +323,7 @@ struct BroadcastClientTests {
     /// HTTP/2, one process per request.
     @Test("curl: the lifecycle on Apple's production host names")
     func curlLifecycle() async throws {
-        try await MockHarness.withRunningMock { mock in
+        try await ServerProcess.withRunning { mock in
             let manageHost = "api-manage-broadcast.push.apple.com"
             let manage = ["--connect-to", "\(manageHost):443:127.0.0.1:\(mock.channelManagementPort(.production))"]
             let apns = ["--connect-to", "api.push.apple.com:443:127.0.0.1:\(mock.apnsPort)"]
@@ -377,7 +376,7 @@ struct BroadcastClientTests {
     /// connection per request. Read, list and delete end the stream with their HEADERS frame.
     @Test("nghttp -v: the lifecycle on the management port, broadcasts on the APNs port")
     func nghttpLifecycle() async throws {
-        try await MockHarness.withRunningMock { mock in
+        try await ServerProcess.withRunning { mock in
             let bearer = try #require(Curl.demoAuthorization)
             let channels = "https://127.0.0.1:\(mock.channelManagementPort(.sandbox))/1/apps/\(Self.app)/channels"
             func manage(_ method: String, _ url: String = channels, channel: String? = nil, body: Data? = nil) async throws -> NghttpExchange {
@@ -434,14 +433,14 @@ struct BroadcastClientTests {
     // MARK: helpers
 
     /// The records of `kind`, accepted or not, oldest first, once `count` of them exist.
-    static func records(_ mock: RunningMock, _ kind: RecordKind, count: Int) async throws -> [NotificationRecord] {
+    static func records(_ mock: some MockEndpoints, _ kind: RecordKind, count: Int) async throws -> [NotificationRecord] {
         let (page, timedOut) = try await mock.admin.wait(RecordQuery(outcome: .all, kind: kind), count: count, timeout: 10)
         #expect(!timedOut, "expected \(count) \(kind) records, found \(page.notifications.count)")
         return page.notifications
     }
 
     /// A fault answering the first request of `kind` on the seeded channel 403 ExpiredProviderToken.
-    static func expireTokenOnce(_ mock: RunningMock, kind: RecordKind) async throws {
+    static func expireTokenOnce(_ mock: some MockEndpoints, kind: RecordKind) async throws {
         try await mock.admin.addFault(json: """
             {"match":{"kind":"\(kind.rawValue)","channelId":"\(seeded)"},"respond":{"reason":"ExpiredProviderToken"},"times":1}
             """).expect([201])

@@ -28,7 +28,7 @@ struct ClientMatrixTests {
 
     @Test("A push is accepted, and the query API finds it with its payload and topic", arguments: acceptedCases)
     func acceptedPush(_ test: Case) async throws {
-        try await MockHarness.withRunningMock { mock in
+        try await ServerProcess.withRunning { mock in
             let report = try await Self.run(test.client, test.auth == .token ? "accepted" : "certificate",
                                             auth: test.auth, devices: [Self.device], mock: mock)
             let result = try #require(report.results.first)
@@ -59,7 +59,7 @@ struct ClientMatrixTests {
 
     @Test("BadDeviceToken reaches the caller", arguments: RealClient.allCases)
     func badDeviceToken(_ client: RealClient) async throws {
-        try await MockHarness.withRunningMock { mock in
+        try await ServerProcess.withRunning { mock in
             let report = try await Self.run(client, "bad-device-token", auth: client.primaryAuth,
                                             devices: [Self.malformedDevice], mock: mock)
             let result = try #require(report.results.first)
@@ -77,7 +77,7 @@ struct ClientMatrixTests {
 
     @Test("410 Unregistered reaches the caller with its timestamp", arguments: RealClient.allCases)
     func unregistered(_ client: RealClient) async throws {
-        try await MockHarness.withRunningMock { mock in
+        try await ServerProcess.withRunning { mock in
             try await mock.admin.request(
                 "POST", "/v1/devices/\(Self.device)/unregister", body: Data(#"{"timestamp":\#(Self.unregisteredAt)}"#.utf8)
             ).expect([200, 201])
@@ -102,7 +102,7 @@ struct ClientMatrixTests {
     /// pyapns-client retries on a new connection with the same token.
     @Test("ExpiredProviderToken, then a successful retry", arguments: [RealClient.go, .node, .pyapnsClient])
     func expiredProviderTokenIsRetried(_ client: RealClient) async throws {
-        try await MockHarness.withRunningMock { mock in
+        try await ServerProcess.withRunning { mock in
             try await mock.admin.addFault(json: """
                 {"match":{"token":"\(Self.otherDevice)"},"respond":{"reason":"ExpiredProviderToken"},"times":1}
                 """).expect([201])
@@ -140,7 +140,7 @@ struct ClientMatrixTests {
     @Test("Node's first streams on a cold token connection", arguments: [UInt32(1), 3])
     func nodeBatchOnAColdConnection(streamsBeforeAuthentication: UInt32) async throws {
         let devices = [Self.device, Self.otherDevice, String(repeating: "c3", count: 32)]
-        try await MockHarness.withRunningMock(configure: { $0.http2.streamsBeforeAuthentication = streamsBeforeAuthentication }) { mock in
+        try await ServerProcess.withRunning(yaml: "server: { streamsBeforeAuthentication: \(streamsBeforeAuthentication) }\n") { mock in
             let report = try await Self.run(.node, "batch", auth: .token, devices: devices, mock: mock)
             let refused = report.results.filter { $0.rstCode == 7 }
             let sent = report.results.filter(\.sent)
@@ -157,7 +157,7 @@ struct ClientMatrixTests {
     /// Runs `client`'s driver and checks what every run must show: one result per device, the
     /// pinned version, and, for clients that dial Apple's hosts, the name they resolved.
     static func run(
-        _ client: RealClient, _ scenario: String, auth: ClientAuth, devices: [String], mock: RunningMock
+        _ client: RealClient, _ scenario: String, auth: ClientAuth, devices: [String], mock: some MockEndpoints
     ) async throws -> DriverReport {
         let report = try await ClientDriver(client: client, scenario: scenario, auth: auth, devices: devices).run(against: mock)
         #expect(report.results.map(\.device) == devices)
@@ -171,7 +171,7 @@ struct ClientMatrixTests {
     }
 
     /// The records of `device`, accepted or not, oldest first, once `count` of them exist.
-    static func records(_ mock: RunningMock, device: String, count: Int) async throws -> [NotificationRecord] {
+    static func records(_ mock: some MockEndpoints, device: String, count: Int) async throws -> [NotificationRecord] {
         let (page, timedOut) = try await mock.admin.wait(RecordQuery(token: device, outcome: .all), count: count, timeout: 10)
         #expect(!timedOut, "expected \(count) records of \(device), found \(page.notifications.count)")
         return page.notifications

@@ -156,7 +156,7 @@ extension HostileClientTests {
     @Test func apnsListenerBacksOffWhenOutOfDescriptors() async throws {
         try await ServerProcess.withRunning(yaml: "server: { handshakeTimeout: 600 }\n") { server in
             let residentBefore = server.residentKiB
-            let lowered = try await ExternalTool.run("/usr/bin/prlimit", ["--pid", "\(server.pid)", "--nofile=64:64"])
+            let lowered = try await server.setDescriptorLimit(64)
             #expect(lowered.exitCode == 0, "\(lowered.stderr)")
             var clients: [RawClient] = []
             for _ in 0..<150 {
@@ -167,7 +167,8 @@ extension HostileClientTests {
             #expect(cpu < 0.5, "the process used \(cpu) s of CPU in 3 s while out of descriptors")
             #expect(server.log.contains("accept failed: pausing the listener"))
             for client in clients { await client.close() }
-            _ = try await ExternalTool.run("/usr/bin/prlimit", ["--pid", "\(server.pid)", "--nofile=4096:4096"])
+            let raised = try await server.setDescriptorLimit(4096)
+            #expect(raised.exitCode == 0, "\(raised.stderr)")
             try await Task.sleep(for: .milliseconds(500))
             let response = try await Curl.send(url: "\(server.baseURL)/3/device/\(Self.token)", caPath: server.certificates.caPath)
             #expect(response.status == 200)

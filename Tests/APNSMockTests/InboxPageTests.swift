@@ -6,7 +6,7 @@ import Testing
 
 /// The inbox page in a real browser: headless Chromium (Debian's `chromium` and `chromium-driver`)
 /// driven by selenium (pinned in scripts/browser/requirements.txt, installed by scripts/setup into
-/// .venv-browser/). scripts/browser/inbox_check.py opens the page of an in-process mock, pushes
+/// .venv-browser/). scripts/browser/inbox_check.py opens the page of a mock run as users run it (``ServerProcess``), pushes
 /// with curl and checks what the page shows; this test runs it and asserts on its report and on
 /// the mock's state. Screenshots are kept in .build/inbox-screenshots/.
 @Suite("Inbox page in a browser", .timeLimit(.minutes(3)))
@@ -31,7 +31,7 @@ struct InboxPageTests {
         try #require(
             FileManager.default.isExecutableFile(atPath: python),
             "selenium's venv is missing: run scripts/setup (it installs chromium, chromium-driver and .venv-browser)")
-        try await MockHarness.withRunningMock { mock in
+        try await ServerProcess.withRunning { mock in
             let output = try await ExternalTool.run(python, [
                 script, "--admin", mock.adminURL, "--apns", mock.baseURL, "--ca", mock.caPath,
                 "--channels", "https://localhost:\(mock.channelManagementPort(.sandbox))",
@@ -63,7 +63,7 @@ struct InboxPageTests {
         let python = Self.repository.appendingPathComponent(".venv-browser/bin/python").path
         let script = Self.repository.appendingPathComponent("scripts/browser/inbox_check.py").path
         try #require(FileManager.default.isExecutableFile(atPath: python), "selenium's venv is missing: run scripts/setup")
-        try await MockHarness.withRunningMock(configure: { $0.admin.token = "s3cret" }) { mock in
+        try await ServerProcess.withRunning(yaml: "admin: { token: s3cret }\n") { mock in
             let output = try await ExternalTool.run(python, [
                 script, "--admin", mock.adminURL, "--apns", mock.baseURL, "--ca", mock.caPath,
                 "--channels", "https://localhost:\(mock.channelManagementPort(.sandbox))",

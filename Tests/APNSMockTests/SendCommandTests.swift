@@ -6,20 +6,21 @@ import NIOCore
 import NIOPosix
 import Testing
 
-/// `apns-mock send`, run as a user would (the built executable) against a mock started in-process.
+/// `apns-mock send`, run as a user would (the built executable, unprivileged: see ``Unprivileged``)
+/// against a mock in a process of its own, unprivileged too.
 @Suite("send command", .timeLimit(.minutes(3)))
 struct SendCommandTests {
     static func device(_ byte: String) -> String { String(repeating: byte, count: 32) }
 
     /// Token auth with the harness's demo key, trusting the harness's CA.
-    static func tokenArguments(_ mock: RunningMock) throws -> [String] {
+    static func tokenArguments(_ mock: some MockEndpoints) throws -> [String] {
         let material = mock.certificates
         return ["--port", String(mock.apnsPort), "--ca", mock.caPath,
                 "--key", material.tokenKeyPath(material.tokenKeys[0]), "--team", "DEMOTEAM01", "--timeout", "20"]
     }
 
     @Test func flagsPushOnTheDefaultsIsAcceptedAndRecorded() async throws {
-        try await MockHarness.withRunningMock { mock in
+        try await ServerProcess.withRunning { mock in
             // The defaults (certs/ca.pem, certs/AuthKey_DEMOKEY001.p8, DEMOTEAM01, 127.0.0.1,
             // com.example.app) from a directory laid out as `apns-mock serve` leaves it.
             let directory = try SendCLI.directoryWithCerts(mock.certificates)
@@ -54,7 +55,9 @@ struct SendCommandTests {
     }
 
     @Test func apnsFileNamesTheTopicAndItsBundleKeyIsNotSent() async throws {
-        try await MockHarness.withRunningMock(configure: { $0.teams[0].apps.append("com.example.simulated") }) { mock in
+        try await ServerProcess.withRunning(yaml: """
+            teams: [{ teamId: DEMOTEAM01, apps: [com.example.app, com.example.simulated], keys: [{ keyId: DEMOKEY001 }] }]
+            """) { mock in
             let directory = try SendCLI.temporaryDirectory()
             defer { try? FileManager.default.removeItem(at: directory) }
             let file = directory.appendingPathComponent("push.apns")
@@ -80,7 +83,7 @@ struct SendCommandTests {
     }
 
     @Test func jsonFileIsSentAsWritten() async throws {
-        try await MockHarness.withRunningMock { mock in
+        try await ServerProcess.withRunning { mock in
             let directory = try SendCLI.temporaryDirectory()
             defer { try? FileManager.default.removeItem(at: directory) }
             let file = directory.appendingPathComponent("payload.json")
@@ -98,7 +101,7 @@ struct SendCommandTests {
     }
 
     @Test func rejectedPushPrintsStatusReasonAndTimestamp() async throws {
-        try await MockHarness.withRunningMock { mock in
+        try await ServerProcess.withRunning { mock in
             let token = Self.device("c3")
             try await mock.admin.request(
                 "POST", "/v1/devices/\(token)/unregister", body: Data(#"{"timestamp":1700000000000}"#.utf8)).expect([200, 201, 204])
@@ -117,7 +120,7 @@ struct SendCommandTests {
     }
 
     @Test func countRunPrintsTheSummaryAndTheMockRecordsEveryPush() async throws {
-        try await MockHarness.withRunningMock { mock in
+        try await ServerProcess.withRunning { mock in
             let token = Self.device("d4")
             let run = try await SendCLI.run(["--device", token, "--count", "200", "--concurrency", "20"] + Self.tokenArguments(mock))
             #expect(run.exitCode == 0, "\(run.stdout) \(run.stderr)")
@@ -140,7 +143,7 @@ struct SendCommandTests {
     }
 
     @Test func countRunCountsEachReason() async throws {
-        try await MockHarness.withRunningMock { mock in
+        try await ServerProcess.withRunning { mock in
             let token = Self.device("d5")
             try await mock.admin.addFault(json: #"{"match":{"token":"\#(token)"},"respond":{"reason":"TooManyRequests"},"times":7}"#).expect([201])
             let run = try await SendCLI.run(["--device", token, "--count", "50", "--concurrency", "5"] + Self.tokenArguments(mock))
@@ -152,7 +155,7 @@ struct SendCommandTests {
     }
 
     @Test func countRunSendsARefusedPushAgainOnANewConnection() async throws {
-        try await MockHarness.withRunningMock { mock in
+        try await ServerProcess.withRunning { mock in
             // GOAWAY refuses the push that triggers it (REFUSED_STREAM): safe to send again.
             let token = Self.device("d6")
             try await mock.admin.addFault(json: #"{"match":{"token":"\#(token)"},"action":"goaway","times":1}"#).expect([201])
@@ -185,7 +188,7 @@ struct SendCommandTests {
     }
 
     @Test func certificateAuth() async throws {
-        try await MockHarness.withRunningMock { mock in
+        try await ServerProcess.withRunning { mock in
             let paths = mock.certificates.clientCertificatePaths(for: "com.example.app")
             let token = Self.device("e5")
             let run = try await SendCLI.run(
@@ -204,7 +207,7 @@ struct SendCommandTests {
     @Test func appleTargetsNameApplesHosts() async throws {
         // --production / --sandbox address Apple's hosts; --connect-to sends them to the mock
         // instead, which tells the environment from the host as APNs' hosts do.
-        try await MockHarness.withRunningMock { mock in
+        try await ServerProcess.withRunning { mock in
             for (flag, environment, host) in [("--production", "production", "api.push.apple.com"), ("--sandbox", "sandbox", "api.sandbox.push.apple.com")] {
                 let token = Self.device(flag == "--production" ? "f6" : "f7")
                 let run = try await SendCLI.run(
@@ -222,7 +225,7 @@ struct SendCommandTests {
     @Test func badInputEndsWithOneLine() async throws {
         let directory = try SendCLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let material = try MockHarness.sharedCertificates()
+        let material = try Unprivileged.certificates()
         let notJSON = directory.appendingPathComponent("broken.apns")
         try Data("aps: hello".utf8).write(to: notJSON)
         let noBundle = directory.appendingPathComponent("nobundle.apns")
@@ -259,7 +262,7 @@ struct SendCommandTests {
     }
 
     @Test func untrustedServerIsOneLine() async throws {
-        try await MockHarness.withRunningMock { mock in
+        try await ServerProcess.withRunning { mock in
             // A certificate that is not the mock's CA: the server's chain does not verify.
             let wrongCA = mock.certificates.clientCertificatePaths(for: "com.example.app").certificate
             var arguments = try Self.tokenArguments(mock)
@@ -288,22 +291,18 @@ enum SendCLI {
         }
     }
 
-    static var binary: String {
-        CommandTests.repository.appendingPathComponent(".build/debug/apns-mock").path
-    }
-
-    /// Runs `apns-mock send <arguments>` in `directory`, killing it after `timeout` seconds.
-    /// Through swift-subprocess, as ``ExternalTool`` (Foundation's `Process` is not safe here).
+    /// Runs `apns-mock send <arguments>` in `directory`, unprivileged when the tests are root,
+    /// killing it after `timeout` seconds. Through swift-subprocess, as ``ExternalTool``
+    /// (Foundation's `Process` is not safe here).
     static func run(_ arguments: [String], in directory: URL? = nil, timeout: Double = 90) async throws -> Output {
-        try #require(FileManager.default.isExecutableFile(atPath: binary), "build first: swift build --build-tests")
-        let output = try await ExternalTool.run(binary, ["send"] + arguments, in: directory, timeout: timeout)
+        let command = Unprivileged.launcher + [try Unprivileged.binary(), "send"] + arguments
+        let output = try await ExternalTool.run(command[0], Array(command.dropFirst()), in: directory, timeout: timeout)
         return Output(exitCode: output.exitCode, stdout: output.text, stderr: output.stderr)
     }
 
+    /// A new directory the unprivileged `send` may read and write.
     static func temporaryDirectory() throws -> URL {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("apns-mock-send-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        return directory
+        try Unprivileged.temporaryDirectory("send")
     }
 
     /// A directory whose `certs/` is the harness's material, as `apns-mock serve` leaves `certs/`.

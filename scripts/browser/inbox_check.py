@@ -2,7 +2,7 @@
 """Drives the inbox page (GET / on apns-mock's admin listener) in headless Chromium with selenium,
 as a person would: pushes are sent with curl while the page is open, and the page must show them.
 
-Run by Tests/APNSMockTests/InboxPageTests.swift against an in-process mock (selenium from
+Run by Tests/APNSMockTests/InboxPageTests.swift against a mock in its own, unprivileged process (selenium from
 .venv-browser/, Debian's chromium and chromium-driver; see scripts/setup). Prints one JSON
 document: {"checks": [{"name", "ok", "detail"}...], "console": [...]}; the Swift test asserts on
 it. Screenshots go to --screenshots.

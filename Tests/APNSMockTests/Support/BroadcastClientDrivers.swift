@@ -90,7 +90,7 @@ struct BroadcastDriver {
     var managementToken: String?
     var steps: [BroadcastStep]
 
-    func run(against mock: RunningMock) async throws -> BroadcastReport {
+    func run(against mock: some MockEndpoints) async throws -> BroadcastReport {
         precondition(client == .node || client == .go, "broadcast drivers exist for node-apn and pushy shapes only")
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys

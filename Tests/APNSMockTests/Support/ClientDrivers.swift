@@ -147,7 +147,7 @@ struct ClientDriver {
     var auth: ClientAuth
     var devices: [String]
 
-    func run(against mock: RunningMock) async throws -> DriverReport {
+    func run(against mock: some MockEndpoints) async throws -> DriverReport {
         let certificate = mock.certificates.clientCertificatePaths(for: Self.bundleID)
         switch client {
         case .curl:
@@ -174,7 +174,7 @@ struct ClientDriver {
 
     /// The drivers' credential options: `--auth`, and the demo team's key or the app's client
     /// certificate.
-    static func credentialArguments(_ auth: ClientAuth, mock: RunningMock) -> [String] {
+    static func credentialArguments(_ auth: ClientAuth, mock: some MockEndpoints) -> [String] {
         let material = mock.certificates
         switch auth {
         case .token:
@@ -233,7 +233,7 @@ struct ClientDriver {
 
     /// curl is sent to https://api.push.apple.com (production), its own --connect-to mapping that
     /// host's port 443 to the mock, and --cacert; one curl process per push.
-    private func runCurl(mock: RunningMock, certificate: (certificate: String, key: String)) async throws -> DriverReport {
+    private func runCurl(mock: some MockEndpoints, certificate: (certificate: String, key: String)) async throws -> DriverReport {
         var results: [DriverReport.Result] = []
         for device in devices {
             var extra = ["--connect-to", "api.push.apple.com:443:127.0.0.1:\(mock.apnsPort)"]
@@ -257,7 +257,7 @@ struct ClientDriver {
     /// nghttp posts to https://127.0.0.1:<port> (it does not check IP addresses against the
     /// certificate, and only warns about what it cannot verify); the status and apns-id come from
     /// its HAR file, the body from stdout.
-    private func runNghttp(mock: RunningMock, certificate: (certificate: String, key: String)) async throws -> DriverReport {
+    private func runNghttp(mock: some MockEndpoints, certificate: (certificate: String, key: String)) async throws -> DriverReport {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("apns-mock-nghttp-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }

@@ -3,6 +3,10 @@ import Foundation
 import Subprocess
 import SystemPackage
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Runs a command-line client (curl, nghttp, h2load, openssl…) and collects what it printed.
 ///
 /// Built on swift-subprocess (posix_spawn, descriptors closed with `closefrom`), not Foundation's
@@ -14,6 +18,13 @@ struct ExternalTool {
         var stdout: Data
         var stderr: String
         var text: String { String(decoding: stdout, as: UTF8.self) }
+    }
+
+    /// This process's environment with `overrides` set.
+    static func environment(_ overrides: [String: String]) -> Environment {
+        .inherit.updating(Dictionary(uniqueKeysWithValues: overrides.compactMap { name, value in
+            Environment.Key(rawValue: name).map { ($0, Optional(value)) }
+        }))
     }
 
     /// Output kept per stream; the tools the tests run print far less.
@@ -29,21 +40,24 @@ struct ExternalTool {
     /// on two cores) a tool's exit was twice seen here more than 30 s late while the tool's own
     /// 20 s limit had not fired; where that delay arises was not found.
     static func run(
-        _ executable: String, _ arguments: [String], stdin: Data? = nil, in directory: URL? = nil, timeout: Double = 90
+        _ executable: String, _ arguments: [String], stdin: Data? = nil, in directory: URL? = nil,
+        environment: [String: String] = [:], timeout: Double = 90
     ) async throws -> Output {
         let program: Executable = executable.contains("/") ? .path(FilePath(executable)) : .name(executable)
         let workingDirectory = directory.map { FilePath($0.path) }
+        let environment = Self.environment(environment)
         return try await withThrowingTaskGroup(of: Output?.self) { group in
             group.addTask {
                 let result: ExecutionResult<Void, BytesOutput, BytesOutput>
                 if let stdin {
                     result = try await Subprocess.run(
-                        program, arguments: Arguments(arguments), workingDirectory: workingDirectory,
+                        program, arguments: Arguments(arguments), environment: environment, workingDirectory: workingDirectory,
                         input: .array([UInt8](stdin)),
                         output: .bytes(limit: outputLimit), error: .bytes(limit: outputLimit))
                 } else {
                     result = try await Subprocess.run(
-                        program, arguments: Arguments(arguments), workingDirectory: workingDirectory, input: .none,
+                        program, arguments: Arguments(arguments), environment: environment, workingDirectory: workingDirectory,
+                        input: .none,
                         output: .bytes(limit: outputLimit), error: .bytes(limit: outputLimit))
                 }
                 let code: Int32
@@ -68,6 +82,26 @@ struct ExternalTool {
             }
             return Output(exitCode: -1, stdout: Data(), stderr: "\(executable) did not run")
         }
+    }
+}
+
+extension ExternalTool {
+    /// Starts `executable` (a service: `podman system service`), runs `body` while it runs, then
+    /// stops it with SIGTERM. Its output is discarded.
+    static func runningInBackground<T: Sendable>(
+        _ executable: String, _ arguments: [String], _ body: () async throws -> T
+    ) async throws -> T {
+        let result = try await Subprocess.run(
+            .name(executable), arguments: Arguments(arguments), input: .none, output: .discarded, error: .discarded
+        ) { execution -> Result<T, any Error> in
+            defer { _ = kill(execution.processIdentifier.value, SIGTERM) }
+            do {
+                return .success(try await body())
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.closureResult.get()
     }
 }
 

@@ -1,4 +1,5 @@
 import APNSMock
+import APNSMockCore
 import APNSMockTesting
 import Foundation
 import Logging
@@ -10,16 +11,24 @@ import SystemPackage
 import Glibc
 #endif
 
-/// `apns-mock serve` run as a separate process (the debug binary `swift build` made), for the
-/// cases an in-process mock cannot show: a process out of file descriptors (its limit lowered with
-/// prlimit), its CPU use and resident memory measured alone, whether it is still alive.
-struct ServerProcess: Sendable {
+/// `apns-mock serve` run as a separate process (the debug binary `swift build` made), as users run
+/// it: unprivileged (when the suite is root it runs as `nobody`, see ``Unprivileged``), configured
+/// by a file or by `APNS_MOCK_*` variables. Also for what an in-process mock cannot show: a process
+/// out of file descriptors (its limit lowered with prlimit), its CPU use and resident memory
+/// measured alone, whether it is still alive.
+struct ServerProcess: MockEndpoints {
     let pid: Int32
-    let apnsPort: Int
-    let adminPort: Int
+    /// Every listener's port, from the line `apns-mock listening …`.
+    let ports: [String: String]
     /// Where the process writes its log (stderr).
     let logPath: String
     let certificates: TestCertificates
+
+    var apnsPort: Int { Int(ports["apns"] ?? "") ?? 0 }
+    var adminPort: Int { Int(ports["admin"] ?? "") ?? 0 }
+    func channelManagementPort(_ environment: APNSEnvironment) -> Int {
+        Int(ports[environment == .sandbox ? "broadcast-sandbox" : "broadcast-production"] ?? "") ?? 0
+    }
 
     static let repository = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -29,36 +38,38 @@ struct ServerProcess: Sendable {
         var description: String
     }
 
-    /// Starts the mock on free ports with the shared test certificates and `yaml` as its
-    /// configuration file, its descriptor limit set to `descriptorLimit` when given, runs `body`,
-    /// then stops it with SIGTERM.
+    /// Starts the mock on free ports with the test certificates and `yaml` as its configuration
+    /// file (none when `yaml` is nil), `environment` added to its environment, its descriptor
+    /// limit set to `descriptorLimit` when given; runs `body`, then stops it with SIGTERM.
     static func withRunning<T: Sendable>(
-        yaml: String = "", descriptorLimit: Int? = nil, arguments: [String] = [],
+        yaml: String? = "", environment: [String: String] = [:], descriptorLimit: Int? = nil, arguments: [String] = [],
         _ body: (ServerProcess) async throws -> T
     ) async throws -> T {
-        guard FileManager.default.isExecutableFile(atPath: binary) else {
-            throw StartFailure(description: "build first: swift build --build-tests (no \(binary))")
-        }
-        let certificates = try MockHarness.sharedCertificates()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("apns-mock-process-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let binary = try Unprivileged.binary()
+        let certificates = try Unprivileged.certificates()
+        let directory = try Unprivileged.temporaryDirectory("process")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let configPath = directory.appendingPathComponent("mock.yaml").path
-        try Data(yaml.utf8).write(to: URL(fileURLWithPath: configPath))
         let outPath = directory.appendingPathComponent("out.txt").path
         let logPath = directory.appendingPathComponent("err.txt").path
         let out = try FileDescriptor.open(
             FilePath(outPath), .writeOnly, options: [.create, .truncate], permissions: .ownerReadWrite)
         let err = try FileDescriptor.open(
             FilePath(logPath), .writeOnly, options: [.create, .truncate], permissions: .ownerReadWrite)
-        var command = [binary, "serve", "--config", configPath, "--port", "0", "--admin-port", "0",
+        var command = Unprivileged.launcher + [binary, "serve", "--port", "0", "--admin-port", "0",
                        "--broadcast-sandbox-port", "0", "--broadcast-production-port", "0",
-                       "--certs", certificates.directory, "--threads", "2", "--log-level", "info"] + arguments
+                       "--certs", certificates.directory, "--threads", "2", "--log-level", "info"]
+        if let yaml {
+            let configPath = directory.appendingPathComponent("mock.yaml").path
+            try Data(yaml.utf8).write(to: URL(fileURLWithPath: configPath))
+            command += ["--config", configPath]
+        }
+        command += arguments
         if let descriptorLimit {
             command = ["/usr/bin/prlimit", "--nofile=\(descriptorLimit):\(descriptorLimit)"] + command
         }
         let result = try await Subprocess.run(
             .path(FilePath(command[0])), arguments: Arguments(Array(command.dropFirst())),
+            environment: ExternalTool.environment(environment), workingDirectory: FilePath(directory.path),
             input: .none, output: .fileDescriptor(out, closeAfterSpawningProcess: true),
             error: .fileDescriptor(err, closeAfterSpawningProcess: true)
         ) { execution -> Result<T, any Error> in
@@ -66,8 +77,7 @@ struct ServerProcess: Sendable {
             defer { _ = kill(pid, SIGTERM) }
             do {
                 let ports = try await waitForPorts(outPath: outPath, logPath: logPath, pid: pid)
-                let server = ServerProcess(
-                    pid: pid, apnsPort: ports.apns, adminPort: ports.admin, logPath: logPath, certificates: certificates)
+                let server = ServerProcess(pid: pid, ports: ports, logPath: logPath, certificates: certificates)
                 return .success(try await body(server))
             } catch {
                 return .failure(error)
@@ -76,18 +86,14 @@ struct ServerProcess: Sendable {
         return try result.closureResult.get()
     }
 
-    private static func waitForPorts(outPath: String, logPath: String, pid: Int32) async throws -> (apns: Int, admin: Int) {
+    /// The keys and values of the listening line, once it is printed.
+    private static func waitForPorts(outPath: String, logPath: String, pid: Int32) async throws -> [String: String] {
         let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline {
             let text = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
             for line in text.split(separator: "\n") where line.hasPrefix("apns-mock listening ") {
-                var apns: Int?
-                var admin: Int?
-                for field in line.split(separator: " ") {
-                    if field.hasPrefix("apns=") { apns = Int(field.dropFirst(5)) }
-                    if field.hasPrefix("admin=") { admin = Int(field.dropFirst(6)) }
-                }
-                if let apns, let admin { return (apns, admin) }
+                let ports = parseListeningLine(line)
+                if ports["apns"] != nil, ports["admin"] != nil { return ports }
             }
             if !ProcessStatus.isAlive(pid) {
                 let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
@@ -96,6 +102,16 @@ struct ServerProcess: Sendable {
             try await Task.sleep(for: .milliseconds(50))
         }
         throw StartFailure(description: "apns-mock did not print its ports within 60 s")
+    }
+
+    /// `key=value` fields of `apns-mock listening apns=… admin=…`.
+    static func parseListeningLine(_ line: Substring) -> [String: String] {
+        var ports: [String: String] = [:]
+        for field in line.split(separator: " ") {
+            guard let equals = field.firstIndex(of: "=") else { continue }
+            ports[String(field[..<equals])] = String(field[field.index(after: equals)...])
+        }
+        return ports
     }
 
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
@@ -107,6 +123,14 @@ struct ServerProcess: Sendable {
     /// Descriptors the process has open.
     var openDescriptors: Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? 0 }
 
+    /// Sets the process's soft descriptor limit (its hard limit stays), with prlimit run as the
+    /// process's own user: lowering a hard limit could not be undone without CAP_SYS_RESOURCE,
+    /// which even root may lack in a container.
+    func setDescriptorLimit(_ soft: Int) async throws -> ExternalTool.Output {
+        let command = Unprivileged.launcher + ["/usr/bin/prlimit", "--pid", "\(pid)", "--nofile=\(soft):"]
+        return try await ExternalTool.run(command[0], Array(command.dropFirst()))
+    }
+
     /// CPU seconds the process uses over `duration`.
     func cpuUse(over duration: Duration) async throws -> Double {
         let before = cpuSeconds
@@ -114,10 +138,8 @@ struct ServerProcess: Sendable {
         return cpuSeconds - before
     }
 
-    var baseURL: String { "https://localhost:\(apnsPort)" }
-    var adminURL: String { "http://127.0.0.1:\(adminPort)" }
-    var caPath: String { certificates.caPath }
-    var admin: AdminClient { AdminClient(baseURL: adminURL) }
+    /// The process's user IDs (real, effective, saved, file system) and effective capabilities.
+    var identity: (uid: [Int], effectiveCapabilities: UInt64)? { Unprivileged.identity(of: pid) }
 }
 
 /// What /proc says about a process.
