@@ -6,6 +6,10 @@ import NIOCore
 import NIOPosix
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// `apns-mock send`, run as a user would (the built executable, unprivileged: see ``Unprivileged``)
 /// against a mock in a process of its own, unprivileged too.
 @Suite("send command", .timeLimit(.minutes(3)))
@@ -232,7 +236,8 @@ struct SendCommandTests {
         try Data(#"{"aps":{"alert":"x"}}"#.utf8).write(to: noBundle)
         let token = Self.device("ab")
         let trust = ["--ca", material.caPath, "--key", material.tokenKeyPath(material.tokenKeys[0]), "--team", "DEMOTEAM01"]
-        let closedPort = try await SendCLI.closedPort()
+        let refusing = try RefusingPort()
+        let closedPort = refusing.port
 
         let cases: [(arguments: [String], code: Int32, line: String)] = [
             (["--device", token, "--key", directory.appendingPathComponent("AuthKey_NOPE000001.p8").path, "--team", "DEMOTEAM01", "--ca", material.caPath],
@@ -253,6 +258,7 @@ struct SendCommandTests {
             #expect(run.stderr.hasPrefix(line), "\(arguments): \(run.stderr)")
             #expect(run.stdout.isEmpty, "\(arguments): \(run.stdout)")
         }
+        withExtendedLifetime(refusing) {}
 
         // The demo defaults, missing: named with what to do about it.
         let missing = try await SendCLI.run(["--device", token], in: directory)
@@ -313,7 +319,8 @@ enum SendCLI {
         return directory
     }
 
-    /// A port nothing listens on: bound to find a free one, then closed.
+    /// A port that is free now: bound to find one, then closed (another process may take it
+    /// later; for a port that stays refused, use ``RefusingPort``).
     static func closedPort() async throws -> Int {
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .bind(host: "127.0.0.1", port: 0).get()
@@ -321,6 +328,35 @@ enum SendCLI {
         try await channel.close()
         return port
     }
+}
+
+/// A TCP port of 127.0.0.1 that refuses connections for as long as this lives: bound, never
+/// listening, so no other process can take it meanwhile (a port found free and closed can be).
+final class RefusingPort: Sendable {
+    let port: Int
+    private let descriptor: Int32
+
+    init() throws {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw Unprivileged.SetupFailure(description: "socket: \(errno)") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
+                bind(descriptor, address, length) == 0 && getsockname(descriptor, address, &length) == 0
+            }
+        }
+        guard bound else {
+            close(descriptor)
+            throw Unprivileged.SetupFailure(description: "bind: \(errno)")
+        }
+        self.descriptor = descriptor
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    deinit { close(descriptor) }
 }
 
 /// The summary `send --count` prints.

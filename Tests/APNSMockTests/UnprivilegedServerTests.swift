@@ -198,12 +198,14 @@ struct UnprivilegedServerTests {
     }
 
     @Test func healthcheckAgainstNothingFailsPromptly() async throws {
-        let port = try await SendCLI.closedPort()
+        let refusing = try RefusingPort()
+        let port = refusing.port
         let started = ContinuousClock.now
         let output = try await Self.apnsMock(["healthcheck", "--admin-url", "http://127.0.0.1:\(port)"])
         #expect(output.exitCode == 1)
         #expect(output.stderr.hasPrefix("unhealthy: http://127.0.0.1:\(port)/v1/health: cannot connect"), "\(output.stderr)")
         #expect(ContinuousClock.now - started < .seconds(10))
+        withExtendedLifetime(refusing) {}
         let badURL = try await Self.apnsMock(["healthcheck", "--admin-url", "ftp://127.0.0.1"])
         #expect(badURL.exitCode == 1)
         #expect(badURL.stderr.contains("not an http:// URL"), "\(badURL.stderr)")
