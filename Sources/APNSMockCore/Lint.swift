@@ -80,22 +80,33 @@ public struct LintFinding: Sendable, Equatable, Hashable {
         /// rather than the integer Apple documents. Apple accepts it, and so does the mock; strict
         /// lint ignores this finding (`validation.strictProviderTokens` rejects such tokens).
         case iatNotInteger = "iat-not-integer"
+        /// Not about the payload: the provider token's signature is DER-encoded (Java's
+        /// `SHA256withECDSA`, as pushy signs) rather than JOSE's `r ‖ s`. Apple accepts it, and so
+        /// does the mock; `validation.strictProviderTokens` rejects such tokens.
+        case signatureDER = "token-signature-der"
     }
 
-    /// The finding a record carries for a provider token whose `iat` is not an integer.
-    public static func issuedAtForm(_ form: ProviderToken.IssuedAtForm?) -> LintFinding? {
-        switch form {
+    /// The findings a record carries about its provider token: an `iat` that is not an integer, a
+    /// DER-encoded signature. Neither is the payload's; strict lint ignores them.
+    public static func providerToken(_ auth: AuthSummary) -> [LintFinding] {
+        var findings: [LintFinding] = []
+        switch auth.iatForm {
         case .decimal?:
-            return LintFinding(
+            findings.append(LintFinding(
                 .iatNotInteger,
-                "the provider token's iat is a decimal number; Apple documents whole seconds (accepted, truncated)")
+                "the provider token's iat is a decimal number; Apple documents whole seconds (accepted, truncated)"))
         case .string?:
-            return LintFinding(
-                .iatNotInteger,
-                "the provider token's iat is a string of digits; Apple documents a number (accepted)")
+            findings.append(LintFinding(
+                .iatNotInteger, "the provider token's iat is a string of digits; Apple documents a number (accepted)"))
         case .integer?, nil:
-            return nil
+            break
         }
+        if auth.signatureForm == .der {
+            findings.append(LintFinding(
+                .signatureDER,
+                "the provider token's ES256 signature is DER-encoded (Java's SHA256withECDSA); JWT (RFC 7518) specifies r || s (accepted)"))
+        }
+        return findings
     }
 }
 

@@ -5,8 +5,10 @@
 /// the header a JSON object with `"alg"` and `"kid"` strings, the claims a JSON object with an
 /// `"iss"` string and an `"iat"` in one of the forms real clients sign (``IssuedAtForm``). Any
 /// other shape is InvalidProviderToken. Other members (`"typ":"JWT"`, which several libraries
-/// add) are tolerated, a repeated member is not. Verifying the ES256 signature is the server's job (it needs OpenSSL); it signs
-/// ``signingInput`` and ``signature`` is the raw `r ‖ s`.
+/// add) are tolerated, a repeated member is not. The signature may be JOSE's raw `r ‖ s` (64 bytes,
+/// RFC 7518) or X9.62 DER (a SEQUENCE of two INTEGERs, 8–72 bytes), which Java's
+/// `SHA256withECDSA` produces and Apple accepts (pushy signs so); ``signatureForm`` says which, and
+/// ``signature`` is always the raw `r ‖ s`. Verifying it is the server's job (it needs OpenSSL).
 public struct ProviderToken: Sendable, Equatable {
     /// The header's `alg`; APNs accepts only `ES256`, checked by ``parse(authorization:)``.
     public var algorithm: String
@@ -20,8 +22,10 @@ public struct ProviderToken: Sendable, Equatable {
     public var issuedAtForm: IssuedAtForm
     /// The bytes the signature covers: `<header>.<claims>` as sent.
     public var signingInput: [UInt8]
-    /// The decoded third part.
+    /// The signature as raw `r ‖ s` (64 bytes), whatever form the client sent it in.
     public var signature: [UInt8]
+    /// How the client encoded the signature.
+    public var signatureForm: SignatureForm
 
     /// How long a token stays usable after its `iat` (Apple: one hour).
     public static let lifetime: Int64 = 3600
@@ -29,6 +33,15 @@ public struct ProviderToken: Sendable, Equatable {
     /// be no more than one hour from the current time", which bounds both directions; a client
     /// whose clock runs minutes ahead of Apple's still works, so it works here too.
     public static let allowedClockSkew: Int64 = 3600
+
+    /// The encodings of an ES256 signature that clients working against Apple send.
+    public enum SignatureForm: String, Sendable, Codable, CaseIterable {
+        /// JOSE (RFC 7518 §3.4): `r ‖ s`, 32 bytes each.
+        case jose
+        /// X9.62 DER: `SEQUENCE { INTEGER r, INTEGER s }`, minimally encoded (Java's
+        /// `SHA256withECDSA`, as pushy signs).
+        case der
+    }
 
     /// The spellings of `iat` that clients working against Apple send. RFC 7519's NumericDate is
     /// any JSON number, fractions included; Apple's own sample token carries a string.
@@ -45,7 +58,7 @@ public struct ProviderToken: Sendable, Equatable {
 
     public init(
         algorithm: String, keyID: String, issuer: String, issuedAt: Int64, issuedAtForm: IssuedAtForm = .integer,
-        signingInput: [UInt8], signature: [UInt8]
+        signingInput: [UInt8], signature: [UInt8], signatureForm: SignatureForm = .jose
     ) {
         self.algorithm = algorithm
         self.keyID = keyID
@@ -54,6 +67,7 @@ public struct ProviderToken: Sendable, Equatable {
         self.issuedAtForm = issuedAtForm
         self.signingInput = signingInput
         self.signature = signature
+        self.signatureForm = signatureForm
     }
 
     /// Whether the `authorization` value uses the `bearer` scheme (any case) followed by a space.
@@ -78,7 +92,8 @@ public struct ProviderToken: Sendable, Equatable {
         guard parts.count == 3,
               let headerBytes = Base64URLDecoding.decode(parts[0]),
               let claimBytes = Base64URLDecoding.decode(parts[1]),
-              let signature = Base64URLDecoding.decode(parts[2]),
+              let encoded = Base64URLDecoding.decode(parts[2]),
+              let (signature, signatureForm) = ECDSASignature.raw(encoded),
               let header = try? JSONValue.parse(headerBytes),
               let claims = try? JSONValue.parse(claimBytes),
               let headerMembers = uniqueMembers(header),
@@ -90,7 +105,7 @@ public struct ProviderToken: Sendable, Equatable {
         else { return nil }
         return ProviderToken(
             algorithm: algorithm, keyID: keyID, issuer: issuer, issuedAt: issuedAt, issuedAtForm: form,
-            signingInput: Array(jwt[..<parts[1].endIndex]), signature: signature)
+            signingInput: Array(jwt[..<parts[1].endIndex]), signature: signature, signatureForm: signatureForm)
     }
 
     /// `iat` as whole UNIX seconds and the form it was written in, or `nil` when it is none of
@@ -131,6 +146,47 @@ public struct ProviderToken: Sendable, Equatable {
             guard result.updateValue(member.value, forKey: member.key) == nil else { return nil }
         }
         return result
+    }
+}
+
+/// An ES256 signature in either form clients send it, as the raw `r ‖ s` OpenSSL is given.
+enum ECDSASignature {
+    /// Bytes of `r` and of `s` in the raw form.
+    static let scalarLength = 32
+
+    /// `r ‖ s` and the form it came in: 64 bytes are JOSE's raw form (a DER signature is never 64
+    /// bytes but by a chance of about 2⁻⁴⁸, when both integers are three bytes short); anything
+    /// else must be strict DER. `nil` when it is neither.
+    static func raw(_ bytes: [UInt8]) -> ([UInt8], ProviderToken.SignatureForm)? {
+        if bytes.count == 2 * scalarLength { return (bytes, .jose) }
+        return fromDER(bytes).map { ($0, .der) }
+    }
+
+    /// The raw form of a DER `ECDSA-Sig-Value`: a SEQUENCE (short-form length, no trailing bytes)
+    /// of exactly two INTEGERs, each positive, non-zero, minimally encoded (a leading 0x00 only
+    /// before a byte with its high bit set) and at most 32 bytes of value. `nil` otherwise.
+    static func fromDER(_ der: [UInt8]) -> [UInt8]? {
+        guard der.count >= 8, der.count <= 2 + 2 * (2 + scalarLength + 1), der[0] == 0x30,
+              der[1] < 0x80, Int(der[1]) == der.count - 2
+        else { return nil }
+        var index = 2
+        var raw: [UInt8] = []
+        raw.reserveCapacity(2 * scalarLength)
+        for _ in 0..<2 {
+            guard index + 2 <= der.count, der[index] == 0x02 else { return nil }
+            let length = Int(der[index + 1])
+            let start = index + 2
+            guard length >= 1, length <= scalarLength + 1, start + length <= der.count else { return nil }
+            let first = der[start]
+            if first & 0x80 != 0 { return nil }  // negative
+            if length > 1, first == 0, der[start + 1] & 0x80 == 0 { return nil }  // not minimal
+            let value = der[start..<(start + length)].drop(while: { $0 == 0 })
+            guard !value.isEmpty, value.count <= scalarLength else { return nil }  // zero, or too large
+            raw += repeatElement(0, count: scalarLength - value.count)
+            raw += value
+            index = start + length
+        }
+        return index == der.count ? raw : nil
     }
 }
 

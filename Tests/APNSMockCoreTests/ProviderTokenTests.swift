@@ -26,6 +26,69 @@ struct ProviderTokenTests {
         #expect(token.signingInput == Array(text.split(separator: ".").prefix(2).joined(separator: ".").utf8))
     }
 
+    // MARK: DER signatures
+
+    static func b64(_ bytes: [UInt8]) -> String {
+        Data(bytes).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    /// A DER `SEQUENCE { INTEGER r, INTEGER s }` from the two INTEGERs' content bytes.
+    static func der(_ r: [UInt8], _ s: [UInt8]) -> [UInt8] {
+        let body = [0x02, UInt8(r.count)] + r + [0x02, UInt8(s.count)] + s
+        return [0x30, UInt8(body.count)] + body
+    }
+
+    /// 32 bytes with the high bit set (DER needs a leading zero), and 32 without.
+    static let high = [UInt8](repeating: 0x81, count: 32)
+    static let low = [UInt8](repeating: 0x11, count: 32)
+
+    struct DERCase: Sendable, CustomTestStringConvertible {
+        var name: String
+        var der: [UInt8]
+        var raw: [UInt8]?
+        var testDescription: String { name }
+    }
+
+    static let derCases: [DERCase] = [
+        DERCase(name: "both 33 bytes (72 in all)", der: der([0] + high, [0] + high), raw: high + high),
+        DERCase(name: "both 32 bytes (70)", der: der(low, low), raw: low + low),
+        DERCase(name: "a short r is left-padded", der: der([0x01, 0x02], low), raw: [UInt8](repeating: 0, count: 30) + [1, 2] + low),
+        DERCase(name: "r negative", der: der(high, low), raw: nil),
+        DERCase(name: "r with a needless leading zero", der: der([0] + low, low), raw: nil),
+        DERCase(name: "r zero", der: der([0], low), raw: nil),
+        DERCase(name: "r of 33 value bytes", der: der([0x01] + low, low), raw: nil),
+        DERCase(name: "an empty INTEGER", der: der([], low), raw: nil),
+        DERCase(name: "trailing bytes", der: der(low, low) + [0], raw: nil),
+        DERCase(name: "a third INTEGER", der: { var bytes = der(low, low); bytes += [0x02, 0x01, 0x01]; bytes[1] += 3; return bytes }(), raw: nil),
+        DERCase(name: "not a SEQUENCE", der: [0x31] + der(low, low).dropFirst(), raw: nil),
+        DERCase(name: "a length past the end", der: { var bytes = der(low, low); bytes[1] += 1; return bytes }(), raw: nil),
+        DERCase(name: "a long-form length", der: [0x30, 0x81, 0x44] + der(low, low).dropFirst(2), raw: nil),
+        DERCase(name: "an INTEGER tagged otherwise", der: { var bytes = der(low, low); bytes[2] = 0x04; return bytes }(), raw: nil),
+    ]
+
+    @Test("DER signatures: strict DER only, read as r || s", arguments: derCases)
+    func derSignatures(_ test: DERCase) throws {
+        #expect(ECDSASignature.fromDER(test.der) == test.raw)
+        let authorization = "bearer " + Self.b64(#"{"alg":"ES256","kid":"K"}"#) + "." + Self.b64(#"{"iss":"T","iat":1}"#) + "." + Self.b64(test.der)
+        let token = ProviderToken.parse(authorization: authorization)
+        if let raw = test.raw {
+            #expect(token?.signature == raw)
+            #expect(token?.signatureForm == .der)
+        } else {
+            #expect(token == nil, "a malformed DER signature is InvalidProviderToken")
+        }
+    }
+
+    @Test func sixtyFourBytesAreJOSE() throws {
+        let token = try #require(ProviderToken.parse(authorization: "bearer " + Self.jwt()))
+        #expect(token.signatureForm == .jose)
+        // Neither 64 bytes nor DER.
+        let odd = "bearer " + Self.b64(#"{"alg":"ES256","kid":"K"}"#) + "." + Self.b64(#"{"iss":"T","iat":1}"#) + "." + Self.b64([UInt8](repeating: 1, count: 63))
+        #expect(ProviderToken.parse(authorization: odd) == nil)
+    }
+
     @Test(arguments: ["bearer ", "Bearer ", "BEARER "])
     func schemeIsCaseInsensitive(_ scheme: String) {
         #expect(ProviderToken.parse(authorization: scheme + Self.jwt()) != nil)

@@ -1,4 +1,4 @@
-import APNSMock
+@testable import APNSMock
 import APNSMockCore
 import APNSMockTesting
 import Foundation
@@ -44,7 +44,11 @@ struct AdminAPITests {
             #expect(record.injected == false)
             #expect(record.lint.isEmpty)
             // Curl.send signs with the demo key by default.
-            #expect(record.auth == AuthSummary(method: .token, teamId: "DEMOTEAM01", keyId: "DEMOKEY001", iatForm: .integer))
+            let demoToken = try MockHarness.demoToken()
+            #expect(record.auth == AuthSummary(
+                method: .token, teamId: "DEMOTEAM01", keyId: "DEMOKEY001", iatForm: .integer,
+                iat: ProviderToken.parse(authorization: "bearer " + demoToken)?.issuedAt,
+                tokenId: ES256.fingerprint(demoToken.utf8), signatureForm: .jose))
             #expect(record.streamId == 1)
             #expect(record.headers["apns-topic"] == "com.example.app")
             #expect(record.headers[":method"] == "POST")

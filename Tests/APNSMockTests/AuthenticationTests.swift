@@ -180,12 +180,16 @@ struct AuthenticationTests {
     /// Accepted non-integer `iat` forms show on the record: `auth.iatForm` and a finding.
     @Test func decimalIssuedAtIsAcceptedAndNotedOnTheRecord() async throws {
         try await MockHarness.withRunningMock(configure: Self.configure) { mock in
+            let issued = Self.now
             let response = try await Curl.send(
                 url: "\(mock.baseURL)/3/device/\(Self.deviceToken)", caPath: mock.caPath,
-                authorization: "bearer " + (try Self.token(iatLiteral: "\(Self.now).25")))
+                authorization: "bearer " + (try Self.token(iatLiteral: "\(issued).25")))
             #expect(response.status == 200)
             let record = try #require(try await mock.admin.notifications().notifications.first)
-            #expect(record.auth == AuthSummary(method: .token, teamId: "DEMOTEAM01", keyId: "DEMOKEY001", iatForm: .decimal))
+            #expect(record.auth == AuthSummary(
+                method: .token, teamId: "DEMOTEAM01", keyId: "DEMOKEY001", iatForm: .decimal, iat: Int64(issued),
+                tokenId: record.auth.tokenId, signatureForm: .jose))
+            #expect(record.auth.tokenId?.count == 12)
             #expect(record.lint.map(\.code) == ["iat-not-integer"])
         }
     }

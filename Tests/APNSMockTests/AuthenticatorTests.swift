@@ -7,10 +7,14 @@ import Testing
 /// The authenticator's per-connection state without a network: time is a parameter here.
 @Suite("Authenticator state")
 struct AuthenticatorTests {
-    static func authenticator() throws -> Authenticator {
+    /// An authenticator with a clock and token registry of its own (a mock's, shared by its
+    /// connections); `settings` default.
+    static func authenticator(
+        settings: ValidationSettings = ValidationSettings(), clock: MockClock = MockClock(), tokens: TokenRegistry = TokenRegistry()
+    ) throws -> Authenticator {
         Authenticator(
-            keys: try TokenKeys.load([MockHarness.demoTeam()]), settings: ValidationSettings(), tokenUpdateInterval: 1200,
-            fallbackTopics: .bundleIDs(["com.example.app"]), narrowsTopics: true)
+            keys: try TokenKeys.load([MockHarness.demoTeam()]), settings: settings, tokenUpdateInterval: 1200,
+            fallbackTopics: .bundleIDs(["com.example.app"]), narrowsTopics: true, clock: clock, tokens: tokens)
     }
 
     @Test func expiryIsCheckedOnEveryRequestOfTheBoundToken() throws {
@@ -22,7 +26,10 @@ struct AuthenticatorTests {
         var state = AuthState()
         let first = authenticator.authenticate(authorization: authorization, environment: .sandbox, now: iat + 10, state: &state)
         #expect(first.failure == nil)
-        #expect(first.summary == AuthSummary(method: .token, teamId: "DEMOTEAM01", keyId: "DEMOKEY001", iatForm: .integer))
+        #expect(first.summary == AuthSummary(
+            method: .token, teamId: "DEMOTEAM01", keyId: "DEMOKEY001", iatForm: .integer, iat: iat,
+            tokenId: ES256.fingerprint(authorization.utf8.dropFirst(7)), signatureForm: .jose))
+        #expect(first.summary.tokenId?.count == 12)
         #expect(first.allowedTopics == .bundleIDs(["com.example.app"]))
         #expect(state.streamLimitRaisePending)
         #expect(state.binding?.token == authorization)
@@ -33,10 +40,11 @@ struct AuthenticatorTests {
         #expect(expired.failure?.reason == .expiredProviderToken)
     }
 
-    static func sign(iat literal: String) throws -> String {
+    static func sign(iat literal: String, signatureForm: ProviderToken.SignatureForm = .jose) throws -> String {
         let material = try MockHarness.sharedCertificates()
         let pem = try String(contentsOfFile: material.tokenKeyPath(material.tokenKeys[0]), encoding: .utf8)
-        return "bearer " + (try ProviderTokenSigner.token(keyPEM: pem, teamID: "DEMOTEAM01", keyID: "DEMOKEY001", iatLiteral: literal))
+        return "bearer " + (try ProviderTokenSigner.token(
+            keyPEM: pem, teamID: "DEMOTEAM01", keyID: "DEMOKEY001", iatLiteral: literal, signatureForm: signatureForm))
     }
 
     /// A new token sooner than the update interval is TooManyProviderTokenUpdates, unless the
@@ -54,12 +62,14 @@ struct AuthenticatorTests {
         #expect(tooSoon.failure?.reason == .tooManyProviderTokenUpdates)
         #expect(state.binding?.token == first)
 
-        // Answered ExpiredProviderToken (here as a fault would): the next token is welcome.
-        state.noteAnswered(.expiredProviderToken)
+        // Answered ExpiredProviderToken (here as a fault would): the next token is welcome, and the
+        // old one is expired from now on.
+        state.tokenExpired(registry: authenticator.tokens, clock: authenticator.clock)
+        let stale = authenticator.authenticate(authorization: first, environment: .sandbox, now: iat + 61, state: &state)
+        #expect(stale.failure?.reason == .expiredProviderToken)
         let refreshed = authenticator.authenticate(authorization: second, environment: .sandbox, now: iat + 61, state: &state)
         #expect(refreshed.failure == nil)
         #expect(state.binding?.token == second)
-        #expect(!state.refreshInvited)
 
         // The current token's own age: past its hour it may be replaced at once.
         let expired = authenticator.authenticate(authorization: second, environment: .sandbox, now: iat + 3700, state: &state)
@@ -82,13 +92,83 @@ struct AuthenticatorTests {
         #expect(result.failure == nil)
         #expect(result.summary.iatForm == form)
 
-        let strict = Authenticator(
-            keys: try TokenKeys.load([MockHarness.demoTeam()]), settings: ValidationSettings(strictProviderTokens: true),
-            tokenUpdateInterval: 1200, fallbackTopics: .bundleIDs(["com.example.app"]), narrowsTopics: true)
+        let strict = try Self.authenticator(settings: ValidationSettings(strictProviderTokens: true))
         var strictState = AuthState()
         let strictResult = strict.authenticate(
             authorization: authorization, environment: .sandbox, now: 1_800_000_010, state: &strictState)
         #expect(strictResult.failure?.reason == (form == .integer ? nil : .invalidProviderToken))
+    }
+
+    /// Java's `SHA256withECDSA` (pushy) signs DER: accepted, and the record says so; strict
+    /// provider-token checking refuses it.
+    @Test func derSignaturesAreAcceptedUnlessStrict() throws {
+        let authorization = try Self.sign(iat: "1800000000", signatureForm: .der)
+        let encoded = try #require(authorization.split(separator: ".").last)
+        #expect((70...72).contains(Base64URLDecoding.decode(Array(encoded.utf8))?.count ?? 0), "a DER signature, not r || s")
+        var state = AuthState()
+        let result = try Self.authenticator().authenticate(
+            authorization: authorization, environment: .sandbox, now: 1_800_000_010, state: &state)
+        #expect(result.failure == nil)
+        #expect(result.summary.signatureForm == .der)
+        #expect(LintFinding.providerToken(result.summary).map(\.code) == [.signatureDER])
+        var strictState = AuthState()
+        let strict = try Self.authenticator(settings: ValidationSettings(strictProviderTokens: true)).authenticate(
+            authorization: authorization, environment: .sandbox, now: 1_800_000_010, state: &strictState)
+        #expect(strict.failure?.reason == .invalidProviderToken)
+    }
+
+    /// Expiry belongs to the token: answered ExpiredProviderToken on one connection, it is expired
+    /// on every connection, and each connection bound to it takes the replacement at once. A
+    /// connection bound to another token still may not switch before the update interval.
+    @Test func expiryOfASharedTokenReachesEveryConnection() throws {
+        let authenticator = try Self.authenticator()
+        let iat: Int64 = 1_800_000_000
+        let shared = try Self.sign(iat: String(iat)), replacement = try Self.sign(iat: String(iat + 1))
+        let other = try Self.sign(iat: String(iat + 2))
+        var push = AuthState(), management = AuthState(), unrelated = AuthState()
+        #expect(authenticator.authenticate(authorization: shared, environment: .sandbox, now: iat + 5, state: &push).failure == nil)
+        #expect(authenticator.authenticate(authorization: shared, environment: .sandbox, now: iat + 5, state: &management).failure == nil)
+        #expect(authenticator.authenticate(authorization: other, environment: .sandbox, now: iat + 5, state: &unrelated).failure == nil)
+
+        // A fault answers ExpiredProviderToken on the push connection.
+        push.tokenExpired(registry: authenticator.tokens, clock: authenticator.clock)
+        // The management connection is told the same for the same token...
+        let stale = authenticator.authenticate(authorization: shared, environment: .sandbox, now: iat + 6, state: &management)
+        #expect(stale.failure?.reason == .expiredProviderToken)
+        // ...and both take the replacement, in either order, without TooManyProviderTokenUpdates.
+        #expect(authenticator.authenticate(authorization: replacement, environment: .sandbox, now: iat + 7, state: &management).failure == nil)
+        #expect(authenticator.authenticate(authorization: replacement, environment: .sandbox, now: iat + 7, state: &push).failure == nil)
+        // A new connection presenting the expired token is told so too.
+        var fresh = AuthState()
+        #expect(authenticator.authenticate(authorization: shared, environment: .sandbox, now: iat + 8, state: &fresh).failure?.reason
+            == .expiredProviderToken)
+        // The update rule still holds for a token that did not expire.
+        let tooSoon = authenticator.authenticate(authorization: replacement, environment: .sandbox, now: iat + 8, state: &unrelated)
+        #expect(tooSoon.failure?.reason == .tooManyProviderTokenUpdates)
+    }
+
+    /// Moving the mock's clock ages the tokens it has seen: an hour ahead, the token a client holds
+    /// is expired; the one it signs then (with its own clock's `iat`) is fresh.
+    @Test func movingTheClockAgesTokensSeenBefore() throws {
+        let clock = MockClock()
+        let authenticator = try Self.authenticator(clock: clock)
+        let iat = Int64(Date().timeIntervalSince1970)
+        let held = try Self.sign(iat: String(iat)), signedLater = try Self.sign(iat: String(iat + 1))
+        var state = AuthState()
+        #expect(authenticator.authenticate(authorization: held, environment: .sandbox, now: authenticator.now(), state: &state).failure == nil)
+        #expect(clock.advance(seconds: 3601) == 3601)
+        let expired = authenticator.authenticate(authorization: held, environment: .sandbox, now: authenticator.now(), state: &state)
+        #expect(expired.failure?.reason == .expiredProviderToken)
+        let renewed = authenticator.authenticate(authorization: signedLater, environment: .sandbox, now: authenticator.now(), state: &state)
+        #expect(renewed.failure == nil)
+        #expect(renewed.summary.iat == iat + 1, "the record shows the iat the client wrote")
+        // Twenty minutes on the mock's clock later, another token is allowed again.
+        let third = try Self.sign(iat: String(iat + 2))
+        #expect(authenticator.authenticate(authorization: third, environment: .sandbox, now: authenticator.now(), state: &state).failure?.reason
+            == .tooManyProviderTokenUpdates)
+        #expect(clock.advance(seconds: 1200) != nil)
+        #expect(authenticator.authenticate(authorization: third, environment: .sandbox, now: authenticator.now(), state: &state).failure == nil)
+        #expect(clock.advance(seconds: MockClock.maximumOffsetSeconds) == nil, "ten years at most")
     }
 
     @Test func refusedTokenIsVerifiedOnceAndRemembered() throws {
@@ -138,7 +218,7 @@ struct AuthenticatorTests {
         team.keys = [Configuration.Key(keyId: "DEMOKEY001", path: file.path)]
         let authenticator = Authenticator(
             keys: try TokenKeys.load([team]), settings: ValidationSettings(), tokenUpdateInterval: 1200,
-            fallbackTopics: .any, narrowsTopics: true)
+            fallbackTopics: .any, narrowsTopics: true, clock: MockClock(), tokens: TokenRegistry())
         let now = Int64(Date().timeIntervalSince1970)
         let token = try ProviderTokenSigner.token(keyPEM: pem, teamID: "DEMOTEAM01", keyID: "DEMOKEY001", issuedAt: Int(now))
         var state = AuthState()

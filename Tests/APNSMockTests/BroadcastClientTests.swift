@@ -83,6 +83,11 @@ struct BroadcastClientTests {
             #expect(management.filter { $0.operation != "list" }.allSatisfy { $0.channelId == channel })
             #expect(Set(management.map(\.connectionId)).count == 1)
             #expect(management.allSatisfy { $0.environment == "sandbox" && $0.auth.method == .token })
+            // pushy signs with Java's SHA256withECDSA: a DER signature, accepted and noted; node-apn's
+            // jsonwebtoken signs JOSE's r || s. One token on every management request.
+            #expect(management.allSatisfy { $0.auth.signatureForm == (node ? .jose : .der) })
+            #expect(management.allSatisfy { $0.lint.map(\.code).contains("token-signature-der") == !node })
+            #expect(Set(management.map(\.auth.tokenId)).count == 1)
             // node-apn puts `apns-priority: 10` on management requests and spells the push type
             // in lower case; pushy sends Apple's body and no extra headers.
             #expect(management.allSatisfy { $0.headers["apns-priority"] == (node ? "10" : nil) })
@@ -194,7 +199,8 @@ struct BroadcastClientTests {
     /// pushy hands ExpiredProviderToken to the caller. Its notification handler then closes the
     /// connection, so the caller's next broadcast goes on a new connection with a new token; the
     /// branch's management handler does nothing, so the next management request reuses the
-    /// connection and its token.
+    /// connection and its token — which is expired, on every connection, as APNs' expired tokens
+    /// are: refused again (the branch's management requests fail until its token ages out).
     @Test("pushy: ExpiredProviderToken reaches the caller; a broadcast connection is replaced")
     func pushyOnExpiredToken() async throws {
         try await ServerProcess.withRunning(yaml: Self.seededChannel) { mock in
@@ -204,20 +210,23 @@ struct BroadcastClientTests {
             let report = try await BroadcastDriver(
                 client: .go, scenario: "expired-token", steps: [.read(Self.seeded), .read(Self.seeded), broadcast, broadcast]
             ).run(against: mock)
-            #expect(report.steps.map(\.ok) == [false, true, false, true])
-            #expect(report.steps.map(\.status) == [403, 200, 403, 200])
-            #expect(report.steps.map(\.reason) == ["ExpiredProviderToken", nil, "ExpiredProviderToken", nil])
+            #expect(report.steps.map(\.ok) == [false, false, false, true])
+            #expect(report.steps.map(\.status) == [403, 403, 403, 200])
+            #expect(report.steps.map(\.reason) == ["ExpiredProviderToken", "ExpiredProviderToken", "ExpiredProviderToken", nil])
             #expect(report.tokensSigned == 3)
             let apns = "127.0.0.1:\(mock.apnsPort)"
             #expect(report.dialed == ["127.0.0.1:\(mock.channelManagementPort(.sandbox))", apns, apns])
 
             let management = try await Self.records(mock, .channel, count: 2)
-            #expect(management.map(\.status) == [403, 200])
+            #expect(management.map(\.status) == [403, 403])
+            #expect(management.map(\.injected) == [true, false])
             #expect(management[0].connectionId == management[1].connectionId)
+            #expect(management[0].auth.tokenId == management[1].auth.tokenId)
             let broadcasts = try await Self.records(mock, .broadcast, count: 2)
             #expect(broadcasts.map(\.status) == [403, 200])
             #expect(broadcasts.map(\.injected) == [true, false])
             #expect(broadcasts[0].connectionId != broadcasts[1].connectionId)
+            #expect(broadcasts[0].auth.tokenId != broadcasts[1].auth.tokenId, "the new connection signed a new token")
             #expect(broadcasts.map(\.requestId) == [report.steps[2].requestId, report.steps[3].requestId])
         }
     }

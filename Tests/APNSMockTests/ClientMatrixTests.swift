@@ -48,7 +48,10 @@ struct ClientMatrixTests {
             // Tokens whose iat is not an integer are accepted, and the record says so.
             let iatForm = test.auth == .token ? test.client.issuedAtForm : nil
             #expect(record.auth.iatForm == iatForm)
-            #expect(record.lint.map(\.code) == (iatForm == nil || iatForm == .integer ? [] : ["iat-not-integer"]))
+            let signatureForm = test.auth == .token ? test.client.signatureForm : nil
+            #expect(record.auth.signatureForm == signatureForm)
+            #expect(record.lint.map(\.code)
+                == (iatForm == nil || iatForm == .integer ? [] : ["iat-not-integer"]) + (signatureForm == .der ? ["token-signature-der"] : []))
             #expect(record.environment == test.client.environment)
             #expect(record.auth.method == (test.auth == .token ? .token : .certificate))
             #expect(record.auth.teamId == ClientDriver.teamID)
@@ -98,9 +101,9 @@ struct ClientMatrixTests {
 
     /// Clients that act on ExpiredProviderToken by themselves. The fault answers the second push
     /// once; node-apn and Go providers sign a new token and retry on the same connection, which
-    /// the mock accepts at once (no TooManyProviderTokenUpdates: it asked for a new token).
-    /// pyapns-client retries on a new connection with the same token.
-    @Test("ExpiredProviderToken, then a successful retry", arguments: [RealClient.go, .node, .pyapnsClient])
+    /// the mock accepts at once (no TooManyProviderTokenUpdates: the old token expired), and the
+    /// records show the new token's id.
+    @Test("ExpiredProviderToken, then a new token and a successful retry", arguments: [RealClient.go, .node])
     func expiredProviderTokenIsRetried(_ client: RealClient) async throws {
         try await ServerProcess.withRunning { mock in
             try await mock.admin.addFault(json: """
@@ -121,15 +124,36 @@ struct ClientMatrixTests {
             #expect(retried.map(\.status) == [403, 200])
             #expect(retried.map(\.reason) == ["ExpiredProviderToken", nil])
             #expect(retried.map(\.injected) == [true, false])
-            switch client {
-            case .pyapnsClient:
-                // Its httpx client keeps no idle connection (max_keepalive_connections=0): every
-                // push, the retry included, goes on a new connection.
-                #expect(Set([first.connectionId] + retried.map(\.connectionId)).count == 3)
-            default:
-                #expect(retried.map(\.connectionId) == [first.connectionId, first.connectionId])
-                #expect(report.tokensSigned == 2)
-            }
+            #expect(retried.map(\.connectionId) == [first.connectionId, first.connectionId])
+            #expect(report.tokensSigned == 2)
+            #expect(retried[0].auth.tokenId == first.auth.tokenId)
+            #expect(retried[1].auth.tokenId != retried[0].auth.tokenId, "the retry carried a new token")
+        }
+    }
+
+    /// pyapns-client tries a push three times on ExpiredProviderToken (each time on a new
+    /// connection), always with the same token: an expired token is expired on every connection, as APNs' are, so
+    /// every retry is refused and the push fails. The records show one token id throughout.
+    @Test func pyapnsClientRetriesWithTheExpiredToken() async throws {
+        try await ServerProcess.withRunning { mock in
+            try await mock.admin.addFault(json: """
+                {"match":{"token":"\(Self.otherDevice)"},"respond":{"reason":"ExpiredProviderToken"},"times":1}
+                """).expect([201])
+            let report = try await Self.run(
+                .pyapnsClient, "expired-token", auth: .token, devices: [Self.device, Self.otherDevice], mock: mock)
+            try #require(report.results.count == 2)
+            #expect(report.results[0].sent)
+            #expect(!report.results[1].sent)
+            #expect(report.results[1].reason == "ExpiredProviderToken")
+
+            let first = try #require(try await Self.records(mock, device: Self.device, count: 1).first)
+            let attempts = try await Self.records(mock, device: Self.otherDevice, count: 3)
+            #expect(attempts.count == 3, "pyapns-client's three tries")
+            #expect(attempts.allSatisfy { $0.status == 403 && $0.reason == "ExpiredProviderToken" })
+            #expect(attempts.map(\.injected) == [true, false, false])
+            #expect(Set(attempts.map(\.auth.tokenId)) == [first.auth.tokenId])
+            // Its httpx client keeps no idle connection: every attempt came on a new one.
+            #expect(Set([first.connectionId] + attempts.map(\.connectionId)).count == 4)
         }
     }
 

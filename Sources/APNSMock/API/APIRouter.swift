@@ -40,7 +40,8 @@ struct APIRouter: Sendable {
     init(role: ListenerRole, configuration: ServerConfiguration, tokenKeys: TokenKeys, state: MockState, logger: Logger) {
         let authenticator = Authenticator(
             keys: tokenKeys, settings: configuration.validation, tokenUpdateInterval: configuration.tokenUpdateInterval,
-            fallbackTopics: configuration.allowedTopics, narrowsTopics: configuration.allowedTopics != .any)
+            fallbackTopics: configuration.allowedTopics, narrowsTopics: configuration.allowedTopics != .any,
+            clock: state.clock, tokens: state.tokens)
         self.role = role
         device = DeviceAPI(configuration: configuration, authenticator: authenticator)
         broadcast = BroadcastAPI(configuration: configuration, authenticator: authenticator)

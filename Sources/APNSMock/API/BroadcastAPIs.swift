@@ -134,7 +134,7 @@ extension BroadcastContext {
         state: inout ConnectionState, channels: ChannelStore, settings: BroadcastSettings, validation: ValidationSettings
     ) -> (AuthenticationResult, BroadcastContext) {
         let auth = authenticator.authenticate(
-            authorization: request.authorization, environment: environment, now: Clock.nowSeconds(), state: &state.auth)
+            authorization: request.authorization, environment: environment, now: authenticator.now(), state: &state.auth)
         let context = BroadcastContext(
             environment: environment, allowedTopics: auth.allowedTopics, authenticationFailure: auth.failure,
             channels: state.channels.refreshed(from: channels.registry), settings: settings, validation: validation)

@@ -46,7 +46,7 @@ struct ConnectionState {
     /// `receivedAt` is exact to the time it takes to process one read.
     mutating func readTime() -> Int64 {
         if let readMilliseconds { return readMilliseconds }
-        let now = Clock.nowMilliseconds()
+        let now = MockClock.wallMilliseconds()
         readMilliseconds = now
         return now
     }
@@ -67,20 +67,5 @@ struct ConnectionState {
             }
         }
         return context.sniEnvironment ?? fallback
-    }
-}
-
-/// The wall clock, without Foundation on the request path.
-enum Clock {
-    /// Milliseconds since the epoch: one `clock_gettime`.
-    static func nowMilliseconds() -> Int64 {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
-    }
-
-    /// Whole seconds since the epoch.
-    static func nowSeconds() -> Int64 {
-        Int64(time(nil))
     }
 }

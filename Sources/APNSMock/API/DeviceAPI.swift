@@ -32,7 +32,7 @@ struct DeviceAPI: Sendable {
     ) -> DeviceVerdict {
         let environment = state.environment(of: request, context: context, fallback: defaultEnvironment)
         let auth = authenticator.authenticate(
-            authorization: request.authorization, environment: environment, now: Clock.nowSeconds(), state: &state.auth)
+            authorization: request.authorization, environment: environment, now: authenticator.now(), state: &state.auth)
         let requestContext = RequestContext(
             environment: environment, allowedTopics: auth.allowedTopics, certificateTopic: auth.certificateTopic,
             authenticationFailure: auth.failure, devices: state.devices.refreshed(from: devices))

@@ -202,7 +202,7 @@ struct AdminAPI: Sendable {
         guard DeviceToken.isWellFormed(token.utf8, strict: validator.settings.strictDeviceTokens) else {
             return Self.error(.badRequest, "token: \"\(token)\" is not a well-formed device token")
         }
-        var timestamp = Clock.nowMilliseconds()
+        var timestamp = state.clock.nowMilliseconds()
         var reason = UnregistrationReason.unregistered
         var collected = request
         let buffer = try await collected.collectBody(upTo: Self.bodyLimit)

@@ -34,43 +34,53 @@ struct AuthState {
     /// Set when the connection's first token is accepted: the connection then announces its full
     /// MAX_CONCURRENT_STREAMS (``APNSConnection`` clears it).
     var streamLimitRaisePending = false
-    /// Set once the connection was answered ExpiredProviderToken (by the token's age or by a fault
-    /// rule): the client is then expected to sign a new token, which is accepted however soon it
-    /// comes (see ``noteAnswered(_:)``).
-    var refreshInvited = false
+    /// The ``TokenRegistry/generation`` the bound token was last checked against.
+    var checkedGeneration: UInt64 = 0
+
+    /// Whether the connection has not yet accepted a provider token (token auth): its streams are
+    /// limited to `server.streamsBeforeAuthentication` meanwhile.
+    var isAwaitingToken: Bool { certificate == nil && binding == nil }
+
+    /// The connection was answered ExpiredProviderToken (by its token's age, or a fault rule said
+    /// so): its token is expired on every connection from now on (``TokenRegistry``).
+    mutating func tokenExpired(registry: TokenRegistry, clock: MockClock) {
+        guard let binding, !binding.expired else { return }
+        binding.expired = true
+        registry.expire(binding.tokenId, offset: clock.offsetSeconds)
+    }
 
     /// A class, so that checking the bound token on every request copies one reference rather
     /// than the token, the key and the summary.
     final class Binding {
         let token: String
         let key: TokenKey
+        /// The token's `iat` on the mock's clock: its `iat` plus the clock's offset when the mock
+        /// first saw it (``TokenRegistry``).
         let issuedAt: Int64
-        /// When this token was accepted (UNIX seconds), for TooManyProviderTokenUpdates.
+        /// When this token was accepted, on the mock's clock, for TooManyProviderTokenUpdates.
         let acceptedAt: Int64
-        /// What the connection's requests record as `auth`: the key's, with the token's `iat` form.
+        /// What the connection's requests record as `auth`: the key's, with the token's identity.
         let summary: AuthSummary
+        /// Answered ExpiredProviderToken, here or on another connection.
+        var expired: Bool
 
-        init(token: String, key: TokenKey, issuedAt: Int64, acceptedAt: Int64, summary: AuthSummary) {
+        init(token: String, key: TokenKey, issuedAt: Int64, acceptedAt: Int64, summary: AuthSummary, expired: Bool = false) {
             self.token = token
             self.key = key
             self.issuedAt = issuedAt
             self.acceptedAt = acceptedAt
             self.summary = summary
+            self.expired = expired
         }
+
+        var tokenId: String { summary.tokenId ?? "" }
     }
 
+    /// A verified token: its key and what the record shows of it (``AuthSummary`` with `iat`, the
+    /// form of `iat` and of the signature, and the token's fingerprint).
     enum Verdict {
         case invalid
-        case valid(TokenKey, issuedAt: Int64, form: ProviderToken.IssuedAtForm)
-    }
-
-    /// Tells the state what the connection was answered: after ExpiredProviderToken the next new
-    /// token is not a TooManyProviderTokenUpdates (clients refresh their token on that reason and
-    /// retry at once, on the same connection).
-    mutating func noteAnswered(_ reason: Reason?) {
-        if reason == .expiredProviderToken, binding != nil {
-            refreshInvited = true
-        }
+        case valid(TokenKey, iat: Int64, summary: AuthSummary)
     }
 }
 
@@ -78,8 +88,10 @@ struct AuthState {
 /// because a connection binds to its first token's team and remembers verified tokens.
 ///
 /// The common case, the bound token repeated, is one string comparison (the connection reuses the
-/// header's String storage when the bytes repeat, so it is usually an identity check) plus two
-/// integer comparisons: no ES256, no allocation, no lock.
+/// header's String storage when the bytes repeat, so it is usually an identity check), one atomic
+/// load (has any token expired since?) and two integer comparisons: no ES256, no allocation, no
+/// lock. Time is the mock's (``MockClock``); whether a token expired is the mock's, across
+/// connections (``TokenRegistry``).
 struct Authenticator: Sendable {
     let keys: TokenKeys
     let settings: ValidationSettings
@@ -89,6 +101,11 @@ struct Authenticator: Sendable {
     /// keeps every topic allowed; otherwise the key or certificate decides).
     let fallbackTopics: AllowedTopics
     let narrowsTopics: Bool
+    let clock: MockClock
+    let tokens: TokenRegistry
+
+    /// The mock's time in seconds, as ``authenticate(authorization:environment:now:state:)`` wants it.
+    func now() -> Int64 { clock.nowSeconds() }
 
     func authenticate(
         authorization: String?, environment: APNSEnvironment, now: Int64, state: inout AuthState
@@ -102,6 +119,9 @@ struct Authenticator: Sendable {
             return refuse(.missingProviderToken, summary: .none)
         }
         if let binding = state.binding, binding.token == authorization {
+            if isExpired(binding, state: &state) {
+                return refuse(.expiredProviderToken, summary: binding.summary)
+            }
             return check(
                 key: binding.key, issuedAt: binding.issuedAt, summary: binding.summary, environment: environment, now: now)
         }
@@ -113,21 +133,26 @@ struct Authenticator: Sendable {
             state.lastToken = authorization
             state.lastVerdict = verdict
         }
-        guard case .valid(let key, let issuedAt, let form) = verdict else {
+        guard case .valid(let key, let iat, let summary) = verdict else {
             return refuse(.invalidProviderToken, summary: AuthSummary(method: .token))
         }
-        var summary = key.summary
-        summary.iatForm = form
+        let seen = tokens.register(summary.tokenId ?? "", offset: clock.offsetSeconds)
+        if seen.expired {
+            return refuse(.expiredProviderToken, summary: summary)
+        }
+        let issuedAt = iat &+ seen.offsetAtFirstSight
         let result = check(key: key, issuedAt: issuedAt, summary: summary, environment: environment, now: now)
         guard result.failure == nil else { return result }
         if let binding = state.binding {
             if binding.key.teamID != key.teamID {
                 return refuse(.unrelatedKeyIdInToken, summary: summary)
             }
-            // A client may replace its token once the update interval has passed, at once when its
-            // current token has expired or the connection was told so (``AuthState/refreshInvited``).
-            let currentExpired = ProviderToken.timeProblem(issuedAt: binding.issuedAt, now: now) == .expiredProviderToken
-            if now - binding.acceptedAt < tokenUpdateInterval, !currentExpired, !state.refreshInvited {
+            // A client may replace its token once the update interval has passed, and at once when
+            // its current token has expired: by its age, or answered ExpiredProviderToken on this
+            // or any other connection.
+            let currentExpired = isExpired(binding, state: &state)
+                || ProviderToken.timeProblem(issuedAt: binding.issuedAt, now: now) == .expiredProviderToken
+            if now - binding.acceptedAt < tokenUpdateInterval, !currentExpired {
                 return refuse(.tooManyProviderTokenUpdates, summary: summary)
             }
         } else {
@@ -135,21 +160,37 @@ struct Authenticator: Sendable {
         }
         state.binding = AuthState.Binding(
             token: authorization, key: key, issuedAt: issuedAt, acceptedAt: now, summary: summary)
-        state.refreshInvited = false
+        state.checkedGeneration = tokens.generation
         state.lastToken = nil
         state.lastVerdict = .invalid
         return result
     }
 
+    /// Whether the bound token was expired on any connection; looked up only when some token was
+    /// expired since the connection last looked.
+    private func isExpired(_ binding: AuthState.Binding, state: inout AuthState) -> Bool {
+        if binding.expired { return true }
+        let generation = tokens.generation
+        guard generation != state.checkedGeneration else { return false }
+        state.checkedGeneration = generation
+        binding.expired = tokens.isExpired(binding.tokenId)
+        return binding.expired
+    }
+
     /// Parses and verifies a token: the only place ES256 runs.
     func verify(_ authorization: String) -> AuthState.Verdict {
         guard let token = ProviderToken.parse(authorization: authorization),
-              !settings.strictProviderTokens || token.issuedAtForm == .integer,
+              !settings.strictProviderTokens || (token.issuedAtForm == .integer && token.signatureForm == .jose),
               let key = keys.byID[token.keyID],
               key.teamID == token.issuer,
               ES256.verify(signature: token.signature, message: token.signingInput, with: key.publicKey)
         else { return .invalid }
-        return .valid(key, issuedAt: token.issuedAt, form: token.issuedAtForm)
+        var summary = key.summary
+        summary.iatForm = token.issuedAtForm
+        summary.iat = token.issuedAt
+        summary.signatureForm = token.signatureForm
+        summary.tokenId = ES256.fingerprint(authorization.utf8.dropFirst("bearer ".count))
+        return .valid(key, iat: token.issuedAt, summary: summary)
     }
 
     /// The checks that depend on the request, done for every request, cached token or not.

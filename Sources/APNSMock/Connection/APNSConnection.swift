@@ -6,7 +6,7 @@ import NIOCore
 ///
 /// It owns the connection's TLS object and, once the handshake completes, its HTTP/2 session, and
 /// hands each complete request to the API its listener's ``APIRouter`` picks. Nothing here touches a
-/// socket; the wall clock is read only through ``Clock`` by the APIs. The NIO handler
+/// socket; time is read only through the mock's ``MockClock`` by the APIs. The NIO handler
 /// (``APNSChannelHandler``) moves bytes between it and the network, and turns timers and shutdown
 /// into calls.
 final class APNSConnection {

@@ -70,7 +70,7 @@ public struct NotificationRecord: Codable, Sendable, Equatable {
     }
 
     enum AuthKeys: String, CodingKey {
-        case method, teamId, keyId, iatForm
+        case method, teamId, keyId, iatForm, iat, tokenId, signatureForm
     }
 
     /// Writes every key, `null` included: the contract shows absent values as `null`, and scripts
@@ -94,6 +94,9 @@ public struct NotificationRecord: Codable, Sendable, Equatable {
         try authFields.encode(auth.teamId, forKey: .teamId)
         try authFields.encode(auth.keyId, forKey: .keyId)
         try authFields.encode(auth.iatForm, forKey: .iatForm)
+        try authFields.encode(auth.iat, forKey: .iat)
+        try authFields.encode(auth.tokenId, forKey: .tokenId)
+        try authFields.encode(auth.signatureForm, forKey: .signatureForm)
         try c.encode(payload, forKey: .payload)
         try c.encode(payloadEncoding, forKey: .payloadEncoding)
         try c.encode(payloadSize, forKey: .payloadSize)

@@ -242,9 +242,7 @@ struct RawRecord: Sendable {
         let request = self.request
         // A channel-management body is not a notification payload: no payload lint for it.
         var lint = interpreted?.lint ?? (kind == .channel ? [] : validator.lint(request))
-        if let finding = LintFinding.issuedAtForm(auth.iatForm) {
-            lint.append(finding)
-        }
+        lint += LintFinding.providerToken(auth)
         var headers: [String: String] = [:]
         for header in KnownHeader.allCases where header.isRecorded {
             if let value = request[header] { headers[header.name] = value }

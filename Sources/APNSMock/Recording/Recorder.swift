@@ -42,7 +42,7 @@ struct Recorder: Sendable {
         }
         if injection.answers, var rejection = rule.respond {
             if rejection.reason.carriesTimestamp, rejection.timestamp == nil {
-                rejection.timestamp = Clock.nowMilliseconds()
+                rejection.timestamp = state.clock.nowMilliseconds()
             }
             injection.rejection = rejection
         }
@@ -234,7 +234,9 @@ struct Recorder: Sendable {
         status: Int?, rejection: Rejection?, action: FaultRule.Action?, kind: RecordKind, id: @autoclosure () -> String,
         streamID: Int32, context: ConnectionContext, connection: inout ConnectionState
     ) {
-        connection.auth.noteAnswered(rejection?.reason)
+        if rejection?.reason == .expiredProviderToken {
+            connection.auth.tokenExpired(registry: state.tokens, clock: state.clock)
+        }
         state.statistics.count(status: status, rejection: rejection, action: action)
         if let rejection {
             logger.info(

@@ -15,6 +15,10 @@ public final class MockState: Sendable {
     let statistics: RequestStatistics
     let connections: ConnectionRegistry
     let channels: ChannelStore
+    /// The mock's time (`/v1/clock`), read by every time rule.
+    let clock = MockClock()
+    /// Provider tokens seen, and which expired, across connections.
+    let tokens = TokenRegistry()
     /// The connection count at the last reset: a connection's number for fault rules is its id
     /// minus this.
     private let connectionBase = Atomic<UInt64>(0)
@@ -30,12 +34,14 @@ public final class MockState: Sendable {
         connections = ConnectionRegistry()
         channels = ChannelStore(settings: configuration.broadcast)
         let limit = configuration.validation.rateLimit
-        rateLimiter = Mutex(limit.map { RateLimiter(limit: $0) })
+        let clock = self.clock
+        rateLimiter = Mutex(limit.map { RateLimiter(limit: $0, clock: Self.rateClock(clock)) })
         isRateLimited = limit != nil
     }
 
     /// Back to the configuration's state (`POST /v1/reset`): records forgotten, devices, channels and
-    /// faults as configured, rate allowances full again, connections numbered from 1 again.
+    /// faults as configured, rate allowances full again, connections numbered from 1 again, the
+    /// clock back to the wall clock, the tokens seen forgotten.
     /// Streams held unanswered by `hang` faults, across connections, and their cap: a hung stream
     /// costs its connection's state, so a rule that hangs everything must not exhaust the server.
     private let heldStreamCount = Atomic<Int>(0)
@@ -64,8 +70,17 @@ public final class MockState: Sendable {
         faults.reset()
         channels.reset()
         rateLimiter.withLock { limiter in
-            if let limit = limiter?.limit { limiter = RateLimiter(limit: limit) }
+            if let limit = limiter?.limit { limiter = RateLimiter(limit: limit, clock: Self.rateClock(clock)) }
         }
+        clock.reset()
+        tokens.reset()
+    }
+
+    /// The rate limiter's time: monotonic, plus the mock clock's offset, so that moving the clock
+    /// refills allowances as the time passing would.
+    private static func rateClock(_ clock: MockClock) -> @Sendable () -> Duration {
+        let origin = ContinuousClock.now
+        return { ContinuousClock.now - origin + .seconds(clock.offsetSeconds) }
     }
 }
 

@@ -1,4 +1,5 @@
 internal import COpenSSL
+import APNSMockCore
 import Foundation
 
 /// ECDSA P-256 with SHA-256 as JWT uses it: the signature is raw `r ‖ s`, 32 bytes each, not DER.
@@ -7,6 +8,11 @@ enum ES256 {
 
     /// Signs `message`, returning the 64-byte JWT form of the signature.
     static func sign(_ message: some Collection<UInt8>, with key: ECKey) throws -> [UInt8] {
+        try rawSignature(fromDER: signDER(message, with: key))
+    }
+
+    /// Signs `message`, returning the DER form OpenSSL (and Java's `SHA256withECDSA`) produces.
+    static func signDER(_ message: some Collection<UInt8>, with key: ECKey) throws -> [UInt8] {
         OpenSSLError.clearQueue()
         guard let context = EVP_MD_CTX_new() else { throw OpenSSLError.drain("creating a digest context") }
         defer { EVP_MD_CTX_free(context) }
@@ -22,7 +28,23 @@ enum ES256 {
         guard EVP_DigestSign(context, &der, &length, bytes, bytes.count) == 1 else {
             throw OpenSSLError.drain("signing with ES256")
         }
-        return try rawSignature(fromDER: Array(der.prefix(length)))
+        return Array(der.prefix(length))
+    }
+
+    /// The first `hexDigits` hex digits of the SHA-256 of `bytes`: a short, stable fingerprint.
+    static func fingerprint(_ bytes: some Collection<UInt8>, hexDigits: Int = 12) -> String {
+        var digest = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 0
+        let input = Array(bytes)
+        guard EVP_Digest(input, input.count, &digest, &length, EVP_sha256(), nil) == 1 else { return "" }
+        let hex = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(hexDigits)
+        for byte in digest.prefix((hexDigits + 1) / 2) {
+            text.append(hex[Int(byte >> 4)])
+            text.append(hex[Int(byte & 0xF)])
+        }
+        return String(decoding: text.prefix(hexDigits), as: UTF8.self)
     }
 
     /// Verifies a raw `r ‖ s` signature. Returns false for any malformed or wrong signature.
@@ -87,13 +109,18 @@ public enum ProviderTokenSigner {
     }
 
     /// Signs a provider token whose `iat` is written exactly as `iatLiteral` (a JSON value: `1700000000`,
-    /// `1700000000.25`, `"1700000000"`), to reproduce how some clients sign it.
-    public static func token(keyPEM: String, teamID: String, keyID: String, iatLiteral: String) throws -> String {
+    /// `1700000000.25`, `"1700000000"`), with the signature in `signatureForm` (DER as Java's
+    /// `SHA256withECDSA` gives it, and pushy sends it), to reproduce how some clients sign.
+    public static func token(
+        keyPEM: String, teamID: String, keyID: String, iatLiteral: String,
+        signatureForm: ProviderToken.SignatureForm = .jose
+    ) throws -> String {
         let key = try ECKey.privateKey(pem: keyPEM)
         let header = Base64URL.encode(Array(#"{"alg":"ES256","kid":"\#(keyID)"}"#.utf8))
         let claims = Base64URL.encode(Array(#"{"iss":"\#(teamID)","iat":\#(iatLiteral)}"#.utf8))
         let signingInput = header + "." + claims
-        let signature = try ES256.sign(Array(signingInput.utf8), with: key)
+        let signature = signatureForm == .der
+            ? try ES256.signDER(Array(signingInput.utf8), with: key) : try ES256.sign(Array(signingInput.utf8), with: key)
         return signingInput + "." + Base64URL.encode(signature)
     }
 }

@@ -15,13 +15,15 @@ enum RealClient: String, CaseIterable, Sendable, CustomTestStringConvertible {
     case aapns
     case go = "go-apns2"
     case node = "node-apn-http2"
+    /// Java's own HTTP/2 client with a provider token signed as pushy signs it (DER signature).
+    case javaPushyToken = "java-pushy-token"
     case curl
     case nghttp
 
     var testDescription: String { rawValue }
 
     var supportsToken: Bool { self != .aapns }
-    var supportsCertificate: Bool { self != .pyapnsClient }
+    var supportsCertificate: Bool { self != .pyapnsClient && self != .javaPushyToken }
     /// How the driver authenticates when the scenario is not about authentication.
     var primaryAuth: ClientAuth { supportsToken ? .token : .certificate }
 
@@ -29,7 +31,7 @@ enum RealClient: String, CaseIterable, Sendable, CustomTestStringConvertible {
     /// name the reason, as an exception class).
     var surfacesStatus: Bool {
         switch self {
-        case .aioapns, .pyapnsClient, .go, .node, .curl, .nghttp: true
+        case .aioapns, .pyapnsClient, .go, .node, .javaPushyToken, .curl, .nghttp: true
         case .apns2Up, .kalyke, .aapns: false
         }
     }
@@ -43,7 +45,7 @@ enum RealClient: String, CaseIterable, Sendable, CustomTestStringConvertible {
         switch self {
         case .apns2Up, .pyapnsClient: .decimal
         case .kalyke: .string
-        case .aioapns, .go, .node, .curl, .nghttp: .integer
+        case .aioapns, .go, .node, .javaPushyToken, .curl, .nghttp: .integer
         case .aapns: nil
         }
     }
@@ -51,15 +53,24 @@ enum RealClient: String, CaseIterable, Sendable, CustomTestStringConvertible {
     /// Whether the caller learns the apns-id of an accepted push.
     var surfacesApnsIdOnSuccess: Bool {
         switch self {
-        case .aioapns, .kalyke, .aapns, .go, .node, .curl, .nghttp: true
+        case .aioapns, .kalyke, .aapns, .go, .node, .javaPushyToken, .curl, .nghttp: true
         case .apns2Up, .pyapnsClient: false
+        }
+    }
+
+    /// How the client encodes its provider token's signature; `nil` without token auth.
+    var signatureForm: ProviderToken.SignatureForm? {
+        switch self {
+        case .javaPushyToken: .der
+        case .aapns: nil
+        default: .jose
         }
     }
 
     /// Whether the caller learns the apns-id of a refused push.
     var surfacesApnsIdOnError: Bool {
         switch self {
-        case .aioapns, .pyapnsClient, .aapns, .go, .node, .curl, .nghttp: true
+        case .aioapns, .pyapnsClient, .aapns, .go, .node, .javaPushyToken, .curl, .nghttp: true
         case .apns2Up, .kalyke: false
         }
     }
@@ -98,7 +109,7 @@ enum RealClient: String, CaseIterable, Sendable, CustomTestStringConvertible {
         case .pyapnsClient: ("pyapns-client", "requirements.txt")
         case .kalyke: ("kalyke-apns", "requirements.txt")
         case .aapns: ("aapns", "requirements-aapns.txt")
-        case .go, .node, .curl, .nghttp: nil
+        case .go, .node, .javaPushyToken, .curl, .nghttp: nil
         }
     }
 }
@@ -203,6 +214,7 @@ struct ClientDriver {
         case .aapns: return try python(".venv-aapns", "aapns_driver.py")
         case .go: return (try await goBinary.value, [])
         case .node: return ("node", [clients.appendingPathComponent("node-apn-http2.js").path])
+        case .javaPushyToken: return ("java", [clients.appendingPathComponent("java/PushyTokenDriver.java").path])
         case .curl, .nghttp: return (client.rawValue, [])
         }
     }

@@ -43,7 +43,11 @@ package main
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/rand"
+	"crypto/sha256"
 	"crypto/tls"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -83,19 +87,28 @@ type stepResult struct {
 }
 
 // tokenSigner makes a provider token for each connection that needs one (pushy's
-// AuthenticationToken, one per channel handler).
+// AuthenticationToken, one per channel handler), as pushy writes it: header
+// {"alg":"ES256","typ":"JWT","kid":…} and claims {"iss":…,"iat":…} in that order (its JSON
+// serializer walks HashMaps whose order is fixed for these keys), and the signature as Java's
+// Signature.getInstance("SHA256withECDSA") returns it: DER, base64url-encoded as it is (70 to 72
+// bytes), not converted to JOSE's r‖s.
 type tokenSigner struct {
 	template *providerToken
 	signed   int
 }
 
 func (s *tokenSigner) sign() (string, error) {
-	token := &providerToken{key: s.template.key, keyID: s.template.keyID, teamID: s.template.teamID}
-	if err := token.generate(); err != nil {
+	input := `{"alg":"ES256","typ":"JWT","kid":"` + s.template.keyID + `"}`
+	claims := fmt.Sprintf(`{"iss":"%s","iat":%d}`, s.template.teamID, time.Now().Unix())
+	signingInput := base64.RawURLEncoding.EncodeToString([]byte(input)) + "." +
+		base64.RawURLEncoding.EncodeToString([]byte(claims))
+	digest := sha256.Sum256([]byte(signingInput))
+	der, err := ecdsa.SignASN1(rand.Reader, s.template.key, digest[:])
+	if err != nil {
 		return "", err
 	}
 	s.signed++
-	return token.bearer, nil
+	return signingInput + "." + base64.RawURLEncoding.EncodeToString(der), nil
 }
 
 // pushyConnection is one of pushy's channels with its handler's state: the connection and the
