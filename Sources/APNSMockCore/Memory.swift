@@ -200,6 +200,15 @@ public struct TaggedSlots<Element>: ~Copyable {
         return tag != 0 && tags[position] == tag ? elements[position] : nil
     }
 
+    /// Changes the element at `position` in place if its tag is `tag`; returns whether it did.
+    @inlinable
+    public mutating func modify(at position: Int, taggedAs tag: UInt64, _ body: (inout Element) -> Void) -> Bool {
+        precondition(position >= 0 && position < count)
+        guard tag != 0, tags[position] == tag else { return false }
+        body(&elements[position])
+        return true
+    }
+
     /// Stores the element `make` builds under `tag` (non-zero) at `position`, building it in
     /// place, and returns the element it displaces.
     @inlinable

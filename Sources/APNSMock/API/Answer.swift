@@ -42,4 +42,12 @@ struct Answer {
     var action: Action?
     /// Answer or act after this many milliseconds, from an event-loop timer.
     var delayMs: Int = 0
+    /// The request's record (0: recording is off), whose ``RawRecord/responseWritten`` the
+    /// connection corrects when the response does not go out as recorded.
+    var recordSeq: UInt64 = 0
+
+    /// What the record says when it is stored: a response answered at once goes out in the same
+    /// turn of the connection (the connection corrects it if the stream or connection ends first);
+    /// a delayed one has not gone out yet; an action instead of a response writes none.
+    var writtenAtOnce: Bool { response != nil && delayMs == 0 }
 }

@@ -86,6 +86,8 @@ struct AdminAPI: Sendable {
                 ? Response(status: .noContent) : Self.error(.notFound, "id: no fault rule with this id")
         }
         addChannelRoutes(to: router)
+        router.get("/v1/clock") { _, _ in Self.json(.ok, api.clockView()) }
+        router.post("/v1/clock") { request, _ in try await api.advanceClock(request) }
         router.post("/v1/reset") { _, _ in
             api.state.reset()
             return Response(status: .noContent)
@@ -240,6 +242,54 @@ struct AdminAPI: Sendable {
         }
         guard let entry else { return Self.error(.notFound, "token: no device with this token") }
         return Self.json(.ok, DeviceView(entry))
+    }
+
+    // MARK: Clock
+
+    /// What `/v1/clock` answers: how far the mock's time runs ahead, and the time itself.
+    struct ClockView: Codable, Sendable, Equatable {
+        var offsetSeconds: Int64
+        /// The mock's time, RFC 3339 with milliseconds.
+        var now: String
+        /// The wall clock, for comparison.
+        var wallClock: String
+    }
+
+    func clockView() -> ClockView {
+        let wall = MockClock.wallMilliseconds(), offset = state.clock.offsetSeconds
+        return ClockView(
+            offsetSeconds: offset, now: Timestamp.rfc3339(milliseconds: wall + offset * 1000),
+            wallClock: Timestamp.rfc3339(milliseconds: wall))
+    }
+
+    /// `POST /v1/clock {"advanceSeconds": N}`: moves the mock's time forward (never back; `/v1/reset`
+    /// sets it back to the wall clock), at most ten years ahead in all.
+    func advanceClock(_ request: Request) async throws -> Response {
+        let body: JSONValue
+        switch try await Self.jsonBody(request) {
+        case .failure(let error): return Self.error(.badRequest, error.message)
+        case .success(let value): body = value
+        }
+        guard let members = body.members else { return Self.error(.badRequest, "body: expected an object") }
+        var seconds: Int64?
+        for member in members {
+            guard member.key == "advanceSeconds" else {
+                return Self.error(.badRequest, "\(member.key): unknown field (expected advanceSeconds)")
+            }
+            guard let value = member.value.integerValue, value >= 0, value <= MockClock.maximumOffsetSeconds else {
+                return Self.error(
+                    .badRequest,
+                    "advanceSeconds: expected a whole number of seconds from 0 to \(MockClock.maximumOffsetSeconds) (ten years)")
+            }
+            seconds = value
+        }
+        guard let seconds else { return Self.error(.badRequest, "advanceSeconds: required") }
+        guard state.clock.advance(seconds: seconds) != nil else {
+            return Self.error(
+                .badRequest,
+                "advanceSeconds: the clock may run at most \(MockClock.maximumOffsetSeconds) s (ten years) ahead; it is \(state.clock.offsetSeconds) s ahead (POST /v1/reset sets it back)")
+        }
+        return Self.json(.ok, clockView())
     }
 
     // MARK: Faults

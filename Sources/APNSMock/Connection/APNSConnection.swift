@@ -249,7 +249,9 @@ final class APNSConnection {
         if closeCause == nil {
             closeCause = cause
         }
-        if case .open = state {
+        if case .open(let session) = state {
+            // Responses submitted and not yet sent will not be: their records say so.
+            session.abandonPendingResponses()
             tls.shutdown()
         }
         state = .closing
@@ -363,11 +365,18 @@ extension APNSConnection: HTTP2SessionDelegate {
                 session.answersPings = true
             }
         }
+        let saysWritten = answer.writtenAtOnce
         switch answer.response {
-        case .apns(let response)?: session.submit(response, on: stream, id: id)
-        case .broadcast(let response)?: session.submit(response, on: stream, id: id)
+        case .apns(let response)?:
+            session.submit(response, on: stream, id: id, record: answer.recordSeq, recordSaysWritten: saysWritten)
+        case .broadcast(let response)?:
+            session.submit(response, on: stream, id: id, record: answer.recordSeq, recordSaysWritten: saysWritten)
         case nil: break
         }
+    }
+
+    func session(_ session: HTTP2Session, record: UInt64, responseWritten written: Bool) {
+        router.state.records.setResponseWritten(written, seq: record)
     }
 
     /// Advertises a new MAX_CONCURRENT_STREAMS when it differs from the current one.

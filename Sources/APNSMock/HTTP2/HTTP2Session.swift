@@ -11,6 +11,14 @@ protocol HTTP2SessionDelegate: AnyObject {
     func session(_ session: HTTP2Session, didReceive stream: HTTP2Stream)
     /// A stream marked ``HTTP2Stream/isHeld`` closed (the client reset it, or the connection ends).
     func session(_ session: HTTP2Session, didCloseHeld stream: HTTP2Stream)
+    /// The response recorded as `record` went out after all (`written`), or, recorded as written,
+    /// did not: the stream closed before its last frame was sent.
+    func session(_ session: HTTP2Session, record: UInt64, responseWritten written: Bool)
+}
+
+extension HTTP2SessionDelegate {
+    /// Delegates that keep no records (tests, the fuzz target) have nothing to correct.
+    func session(_ session: HTTP2Session, record: UInt64, responseWritten written: Bool) {}
 }
 
 /// Owner of one nghttp2 server session, fed through `nghttp2_session_mem_recv` and drained through
@@ -204,10 +212,17 @@ final class HTTP2Session {
     /// Queues `response` on `stream`, if the stream still waits for the answer to request `id`
     /// (it may have been closed, or recycled for another stream, meanwhile). Returns whether it did.
     @discardableResult
-    func submit<Response: HTTP2Response>(_ response: borrowing Response, on stream: HTTP2Stream, id: Int32) -> Bool {
-        guard stream.awaitsAnswer(id: id) else { return false }
+    func submit<Response: HTTP2Response>(
+        _ response: borrowing Response, on stream: HTTP2Stream, id: Int32, record: UInt64 = 0, recordSaysWritten: Bool = true
+    ) -> Bool {
+        guard stream.awaitsAnswer(id: id) else {
+            // A delayed answer whose stream went away meanwhile never goes out: the record said so.
+            return false
+        }
         let body = response.body
         stream.respond(body: body)
+        stream.pendingRecord = record
+        stream.pendingRecordSaysWritten = recordSaysWritten
         let rc = responseHeaders.withHeaders(for: response) { headers, count in
             if body.isEmpty {
                 return nghttp2_submit_response(session, id, headers, count, nil)
@@ -255,6 +270,7 @@ final class HTTP2Session {
     fileprivate func closeStream(_ id: Int32) {
         guard let stream = unmanagedStream(id)?.takeUnretainedValue() else { return }
         nghttp2_session_set_stream_user_data(session, id, nil)
+        abandonResponse(of: stream)
         if headerBlockStream?.toOpaque() == Unmanaged.passUnretained(stream).toOpaque() {
             headerBlockStream = nil
         }
@@ -427,10 +443,35 @@ final class HTTP2Session {
         return false
     }
 
-    /// A frame went out; RST_STREAM ids are remembered (see ``beginFrame(type:streamID:)``).
-    fileprivate func sentFrame(type: UInt8, streamID: Int32) {
+    /// A frame went out; RST_STREAM ids are remembered (see ``beginFrame(type:streamID:)``), and
+    /// a response's last frame settles its record's ``RawRecord/responseWritten``.
+    fileprivate func sentFrame(type: UInt8, streamID: Int32, endStream: Bool) {
         if type == UInt8(NGHTTP2_RST_STREAM.rawValue) {
             recentlyReset.insert(streamID)
+        } else if endStream {
+            guard let stream = withStream(streamID, { $0 }), stream.pendingRecord != 0 else { return }
+            let record = stream.pendingRecord
+            stream.pendingRecord = 0
+            if !stream.pendingRecordSaysWritten {
+                delegate.session(self, record: record, responseWritten: true)
+            }
+        }
+    }
+
+    /// A stream whose response was submitted ends before the response's last frame went out.
+    private func abandonResponse(of stream: HTTP2Stream) {
+        guard stream.pendingRecord != 0 else { return }
+        let record = stream.pendingRecord
+        stream.pendingRecord = 0
+        if stream.pendingRecordSaysWritten {
+            delegate.session(self, record: record, responseWritten: false)
+        }
+    }
+
+    /// The connection ends: no response still waiting to go out will.
+    func abandonPendingResponses() {
+        for stream in streams.openStreams {
+            abandonResponse(of: stream)
         }
     }
 
@@ -546,8 +587,13 @@ extension HTTP2Session {
             return accepted ? 0 : Int32(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue)
         }
         nghttp2_session_callbacks_set_on_frame_send_callback(callbacks) { _, frame, userData in
-            guard let frame, frame.pointee.hd.type == UInt8(NGHTTP2_RST_STREAM.rawValue) else { return 0 }
-            withOwner(userData) { $0.sentFrame(type: frame.pointee.hd.type, streamID: frame.pointee.hd.stream_id) }
+            guard let frame else { return 0 }
+            let type = frame.pointee.hd.type
+            let endStream = frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
+            guard type == UInt8(NGHTTP2_RST_STREAM.rawValue)
+                || (endStream && (type == UInt8(NGHTTP2_HEADERS.rawValue) || type == UInt8(NGHTTP2_DATA.rawValue)))
+            else { return 0 }
+            withOwner(userData) { $0.sentFrame(type: type, streamID: frame.pointee.hd.stream_id, endStream: endStream) }
             return 0
         }
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, _, userData in

@@ -55,6 +55,12 @@ final class HTTP2Stream {
     /// the connection is not ended for idleness. Cleared when the stream is answered, reset or
     /// reused (docs/architecture.md, "Limits and defences").
     @exclusivity(unchecked) var exemptFromTimeouts = false
+    /// The record of the request whose response was submitted and has not gone out yet (0: none),
+    /// and whether that record says the response was written: the session tells its delegate when
+    /// the response's last frame goes out (a record that said otherwise is corrected) or the
+    /// stream closes before (one that said so is corrected).
+    @exclusivity(unchecked) var pendingRecord: UInt64 = 0
+    @exclusivity(unchecked) var pendingRecordSaysWritten = false
     /// What the stuck-stream check (``StreamPool/inspect(now:receiving:answering:)``) last saw of
     /// this instance, and since when (uptime nanoseconds). Only that check reads or writes these,
     /// every few seconds, so the request path pays nothing for it.
@@ -78,6 +84,7 @@ final class HTTP2Stream {
         responseBody.removeAll(keepingCapacity: true)
         responseOffset = 0
         exemptFromTimeouts = false
+        pendingRecord = 0
     }
 
     /// receiving → dispatched: the request is complete.
@@ -179,6 +186,9 @@ final class StreamPool {
             storage.append(taken)
         }
     }
+
+    /// The streams still open, for a connection that ends (their responses will not go out).
+    var openStreams: [HTTP2Stream] { streams.filter { $0.phase != .idle } }
 
     /// What ``inspect(now:receiving:answering:)`` found.
     struct Inspection: Equatable {

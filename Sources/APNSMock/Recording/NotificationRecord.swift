@@ -27,8 +27,11 @@ public struct NotificationRecord: Codable, Sendable, Equatable {
     public var seq: UInt64
     public var apnsId: String
     public var uniqueId: String?
-    /// RFC 3339 with milliseconds, UTC.
+    /// RFC 3339 with milliseconds, UTC: the wall clock when the request arrived.
     public var receivedAt: String
+    /// The mock's time then, when it differs from the wall clock (`POST /v1/clock` moved it);
+    /// `nil` otherwise.
+    public var mockTime: String?
     /// Canonical (lowercase) token, or `nil` when the path held none.
     public var token: String?
     public var topic: String?
@@ -62,11 +65,16 @@ public struct NotificationRecord: Codable, Sendable, Equatable {
     public var requestId: String?
     /// Channel management: `create`, `read`, `delete` or `list`.
     public var operation: String?
+    /// Whether the response was handed to the connection's socket (docs/admin-api.md, "The
+    /// record"): false while a delayed answer waits, for a request answered by a fault's action
+    /// instead of a response, and when the stream or the connection ended before it went out. A
+    /// response written can still be lost in flight (a TCP reset before the client read it).
+    public var responseWritten: Bool
 
     enum CodingKeys: String, CodingKey {
-        case seq, apnsId, uniqueId, receivedAt, token, topic, pushType, priority, expiration, collapseId
+        case seq, apnsId, uniqueId, receivedAt, mockTime, token, topic, pushType, priority, expiration, collapseId
         case environment, auth, payload, payloadEncoding, payloadSize, status, reason, timestamp, lint
-        case injected, action, connectionId, streamId, headers, kind, channelId, requestId, operation
+        case injected, action, connectionId, streamId, headers, kind, channelId, requestId, operation, responseWritten
     }
 
     enum AuthKeys: String, CodingKey {
@@ -81,6 +89,7 @@ public struct NotificationRecord: Codable, Sendable, Equatable {
         try c.encode(apnsId, forKey: .apnsId)
         try c.encode(uniqueId, forKey: .uniqueId)
         try c.encode(receivedAt, forKey: .receivedAt)
+        try c.encode(mockTime, forKey: .mockTime)
         try c.encode(token, forKey: .token)
         try c.encode(topic, forKey: .topic)
         try c.encode(pushType, forKey: .pushType)
@@ -113,6 +122,7 @@ public struct NotificationRecord: Codable, Sendable, Equatable {
         try c.encode(channelId, forKey: .channelId)
         try c.encode(requestId, forKey: .requestId)
         try c.encode(operation, forKey: .operation)
+        try c.encode(responseWritten, forKey: .responseWritten)
     }
 }
 

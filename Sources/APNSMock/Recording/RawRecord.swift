@@ -103,11 +103,15 @@ struct RawRecord: Sendable {
     private let statusCode: UInt16
     private let reason: Reason?
     let action: FaultRule.Action?
-    private let flags: Flags
+    private var flags: Flags
+    /// Seconds the mock's clock ran ahead of the wall clock when the request arrived (`/v1/clock`).
+    let clockOffset: Int32
 
     private struct Flags: OptionSet, Sendable {
         let rawValue: UInt8
         static let injected = Flags(rawValue: 1)
+        /// The response was handed to the connection's socket (see ``responseWritten``).
+        static let responseWritten = Flags(rawValue: 32)
         /// The response echoed the client's id: a device push's `apns-id` header
         /// (``apnsIDHeader``), a broadcast-side request's `apns-request-id` (kept in the shape).
         static let echoedID = Flags(rawValue: 2)
@@ -145,9 +149,11 @@ struct RawRecord: Sendable {
     init(
         seq: UInt64 = 0, receivedAt: Int64, shape: RequestShape, path: String?, apnsIDHeader: String?, apnsID: APNSResponse.RequestID,
         uniqueID: UUIDValue?, status: Int?, rejection: Rejection?, injected: Bool, action: FaultRule.Action?,
-        streamID: Int32, broadcast: BroadcastDetails? = nil
+        streamID: Int32, broadcast: BroadcastDetails? = nil, responseWritten: Bool = false, clockOffset: Int64 = 0
     ) {
         var flags: Flags = injected ? [.injected] : []
+        if responseWritten { flags.insert(.responseWritten) }
+        self.clockOffset = Int32(clamping: clockOffset)
         self.seq = seq
         self.receivedAt = receivedAt
         self.shape = shape
@@ -203,6 +209,15 @@ struct RawRecord: Sendable {
 
     var injected: Bool { flags.contains(.injected) }
 
+    /// Whether the response was handed to the connection's socket: its last frame (HEADERS with
+    /// END_STREAM, or the body's last DATA) was produced and written out. False while a delayed
+    /// answer waits, for a request answered by an action instead of a response, and when the
+    /// stream or the connection ended before the response went out.
+    var responseWritten: Bool {
+        get { flags.contains(.responseWritten) }
+        set { if newValue { flags.insert(.responseWritten) } else { flags.remove(.responseWritten) } }
+    }
+
     /// The request as received, without `authorization`.
     var request: PushRequest {
         var request = shape.request
@@ -256,6 +271,7 @@ struct RawRecord: Sendable {
             apnsId: apnsIDText,
             uniqueId: uniqueID?.text(uppercase: false),
             receivedAt: Timestamp.rfc3339(milliseconds: receivedAt),
+            mockTime: clockOffset == 0 ? nil : Timestamp.rfc3339(milliseconds: receivedAt + Int64(clockOffset) * 1000),
             token: token,
             topic: topic,
             pushType: pushType,
@@ -279,7 +295,8 @@ struct RawRecord: Sendable {
             kind: kind.rawValue,
             channelId: broadcast?.channelID,
             requestId: broadcast == nil ? nil : apnsIDText,
-            operation: broadcast?.operation?.rawValue)
+            operation: broadcast?.operation?.rawValue,
+            responseWritten: responseWritten)
     }
 
     private static func payload(_ body: [UInt8]) -> (RecordJSON?, NotificationRecord.PayloadEncoding?) {

@@ -80,6 +80,10 @@ final class RecordStore: Sendable {
             storage.element(at: position, taggedAs: seq)
         }
 
+        mutating func modify(_ seq: UInt64, at position: Int, _ body: (inout RawRecord) -> Void) -> Bool {
+            storage.modify(at: position, taggedAs: seq, body)
+        }
+
         func addresses(at position: Int) -> (element: UInt, tag: UInt) {
             storage.addresses(at: position)
         }
@@ -118,8 +122,9 @@ final class RecordStore: Sendable {
     /// anyone subscribes. The record is built in its slot, never copied. `make` runs under a stripe
     /// lock and must only build the value.
     @inline(__always)
-    func append(_ make: @Sendable (UInt64) -> RawRecord) {
-        guard capacity > 0 else { return }
+    @discardableResult
+    func append(_ make: @Sendable (UInt64) -> RawRecord) -> UInt64 {
+        guard capacity > 0 else { return 0 }
         let seq = head.add(1, ordering: .relaxed).newValue
         prefetchSlot(of: seq + Self.prefetchDistance)
         let slot = Int((seq - 1) % UInt64(capacity))
@@ -135,6 +140,20 @@ final class RecordStore: Sendable {
         // either this load sees the subscription, or the dispatcher's first scan sees the record.
         if subscriptions.isActive {
             subscriptions.recordsArrived()
+        }
+        return seq
+    }
+
+    /// Whether the response of the record `seq` left the mock, when that turned out otherwise than
+    /// the record said when it was stored (a connection that ended before an answer went out, a
+    /// delayed answer that did go out). Off the hot path: it takes the slot's stripe lock. Records
+    /// already handed to waiters and event streams keep what they said then; a record evicted
+    /// meanwhile is left alone.
+    func setResponseWritten(_ written: Bool, seq: UInt64) {
+        guard capacity > 0, seq > 0, isWithinRing(seq) else { return }
+        let slot = Int((seq - 1) % UInt64(capacity))
+        _ = stripes[slot % stripeCount].slots.withLock { slots in
+            slots.modify(seq, at: slot / stripeCount) { $0.responseWritten = written }
         }
     }
 

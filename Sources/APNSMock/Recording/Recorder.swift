@@ -104,11 +104,12 @@ struct Recorder: Sendable {
             let path = request.path, apnsIDHeader = request.apnsID, apnsID = verdict.response.apnsID
             let uniqueID = answer.response == nil ? nil : verdict.response.uniqueID
             let isInjected = injected != nil, action = injected?.action
-            state.records.append { seq in
+            let written = answer.writtenAtOnce, offset = state.clock.offsetSeconds
+            answer.recordSeq = state.records.append { seq in
                 RawRecord(
                     seq: seq, receivedAt: receivedAt, shape: shape, path: path, apnsIDHeader: apnsIDHeader,
                     apnsID: apnsID, uniqueID: uniqueID, status: status, rejection: rejection, injected: isInjected,
-                    action: action, streamID: streamID)
+                    action: action, streamID: streamID, responseWritten: written, clockOffset: offset)
             }
         }
         return answer
@@ -218,11 +219,12 @@ struct Recorder: Sendable {
             let uniqueID = answer.response == nil ? nil : response.uniqueID
             let details = connection.broadcastDetails(kind: kind, bundleID: bundleID, channelID: channelID, operation: operation)
             let isInjected = injected != nil, action = injected?.action
-            state.records.append { seq in
+            let written = answer.writtenAtOnce, offset = state.clock.offsetSeconds
+            answer.recordSeq = state.records.append { seq in
                 RawRecord(
                     seq: seq, receivedAt: receivedAt, shape: shape, path: path, apnsIDHeader: apnsIDHeader,
                     apnsID: requestID, uniqueID: uniqueID, status: status, rejection: rejection, injected: isInjected,
-                    action: action, streamID: streamID, broadcast: details)
+                    action: action, streamID: streamID, broadcast: details, responseWritten: written, clockOffset: offset)
             }
         }
         return answer
