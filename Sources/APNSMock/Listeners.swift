@@ -78,6 +78,35 @@ public struct ListenerPorts: Sendable, Equatable, Codable {
     }
 }
 
+/// Why a stream was refused (RST_STREAM REFUSED_STREAM).
+public enum RefusedStreamCause: String, Sendable, CaseIterable, Codable {
+    /// A token-auth connection past `server.streamsBeforeAuthentication` before its first valid
+    /// token (APNs allows one stream until then).
+    case beforeAuthentication
+    /// Past the connection's MAX_CONCURRENT_STREAMS otherwise.
+    case overLimit
+
+    var index: Int { self == .beforeAuthentication ? 0 : 1 }
+
+    /// The Prometheus label value.
+    var metricLabel: String { self == .beforeAuthentication ? "before_authentication" : "over_limit" }
+}
+
+/// Streams one connection refused in one read: what `/v1/events` tells as `event: refused-streams`
+/// and the inbox page shows as a warning.
+public struct RefusedStreamsNotice: Sendable, Codable, Equatable {
+    public var connectionId: UInt64
+    public var cause: RefusedStreamCause
+    public var count: Int
+    /// The lowest and highest stream ids refused.
+    public var firstStreamId: Int32
+    public var lastStreamId: Int32
+    /// The MAX_CONCURRENT_STREAMS the connection announced.
+    public var limit: UInt32
+    /// When, RFC 3339 with milliseconds (wall clock).
+    public var at: String
+}
+
 /// The mock's health as `GET /v1/health` tells it.
 enum ListenerHealth: Sendable {
     /// Every listener is bound and serving.

@@ -13,9 +13,13 @@ it. Screenshots go to --screenshots.
 import argparse
 import json
 import os
+import socket
+import ssl
+import struct
 import subprocess
 import sys
 import time
+from urllib.parse import urlparse
 
 from selenium import webdriver
 from selenium.common.exceptions import TimeoutException
@@ -69,6 +73,67 @@ def request(args, url, method="POST", headers=None, payload=None):
         name, _, value = line.partition(":")
         fields[name.strip().lower()] = value.strip()
     return status, fields, body
+
+
+def refused_burst(args, count):
+    """Opens `count` streams at once on a new connection, as node-apn does before it has read the
+    server's SETTINGS: every HEADERS frame, then every body. On a cold token connection APNs (and the
+    mock) allows one stream until a token is accepted; the others are refused (RST_STREAM
+    REFUSED_STREAM). Hand-made HTTP/2 (HPACK literals without indexing); returns the stream ids the
+    server reset with REFUSED_STREAM."""
+    url = urlparse(args.apns)
+    context = ssl.create_default_context(cafile=args.ca)
+    context.set_alpn_protocols(["h2"])
+
+    def frame(kind, flags, stream, payload):
+        return struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) + struct.pack(">I", stream) + payload
+
+    def literal(name, value):
+        name, value = name.encode(), value.encode()
+        return b"\x00" + bytes([len(name)]) + name + bytes([len(value)]) + value if len(value) < 127 else (
+            b"\x00" + bytes([len(name)]) + name + b"\x7f" + _varint(len(value) - 127) + value)
+
+    def _varint(number):
+        out = b""
+        while number >= 128:
+            out += bytes([(number & 0x7F) | 0x80])
+            number >>= 7
+        return out + bytes([number])
+
+    body = json.dumps({"aps": {"alert": "refused?"}}).encode()
+    streams = [1 + 2 * index for index in range(count)]
+    data = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0, b"")
+    for stream in streams:
+        block = b"".join(literal(name, value) for name, value in [
+            (":method", "POST"), (":scheme", "https"), (":path", f"/3/device/{TOKEN_C}"),
+            (":authority", url.hostname), ("apns-topic", "com.example.app"), ("authorization", args.authorization)])
+        data += frame(1, 0x4, stream, block)
+    for stream in streams:
+        data += frame(0, 0x1, stream, body)
+    refused = []
+    with socket.create_connection((url.hostname, url.port), timeout=10) as raw:
+        with context.wrap_socket(raw, server_hostname=url.hostname) as tls:
+            tls.sendall(data)
+            received = b""
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline and len(refused) < count - 1:
+                try:
+                    chunk = tls.recv(65536)
+                except socket.timeout:
+                    break
+                if not chunk:
+                    break
+                received += chunk
+                refused, offset = [], 0
+                while offset + 9 <= len(received):
+                    length = int.from_bytes(received[offset:offset + 3], "big")
+                    kind, stream = received[offset + 3], int.from_bytes(received[offset + 5:offset + 9], "big") & 0x7FFFFFFF
+                    if offset + 9 + length > len(received):
+                        break
+                    if kind == 3 and received[offset + 9:offset + 13] == b"\x00\x00\x00\x07":
+                        refused.append(stream)
+                    offset += 9 + length
+    return refused
 
 
 def wait_for(driver, seconds, predicate):
@@ -182,6 +247,20 @@ def run(driver, args):
     card, _ = wait_for(driver, 2, lambda d: record_with(d, ".record.activity", "2-1"))
     check("a Live Activity is a card with event and content-state",
           card and code == 200 and "update" in card.text.lower() and "2nd half" in card.text, f"{code} {body}")
+
+    # Streams refused before authentication are no records: the page warns, naming connection and cause.
+    refused = refused_burst(args, 3)
+    check("a burst of three streams on a cold connection has two refused", len(refused) == 2, refused)
+    warning, took = wait_for(driver, 3, lambda d: d.find_element(By.ID, "refused-notice").is_displayed()
+                             and "before authentication" in d.find_element(By.ID, "refused-notice").text
+                             and d.find_element(By.ID, "refused-notice"))
+    check("the page warns about refused streams within three seconds", warning, f"after {took} s")
+    if warning:
+        check("the warning names the connection, the count and the cause",
+              "Connection " in warning.text and "2 streams refused before authentication" in warning.text, warning.text)
+    counted, _ = wait_for(driver, 3, lambda d: d.find_element(By.ID, "count-refused").text == "2")
+    check("the header counts the refused streams", counted, driver.find_element(By.ID, "count-refused").text)
+    driver.save_screenshot(os.path.join(args.screenshots, "refused.png"))
 
     # A channel and a broadcast on it: grouped under the channel.
     status, fields, body = request(args, f"{args.channels}/1/apps/com.example.app/channels",

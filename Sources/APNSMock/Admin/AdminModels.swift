@@ -87,6 +87,19 @@ public struct Statistics: Codable, Sendable, Equatable {
     public var requestsPerSecond: Double
     public var averageRequestsPerSecond: Double
     public var recording: Recording
+    /// Streams refused with RST_STREAM REFUSED_STREAM, which a client may retry but not all do
+    /// (node-apn does not): none of them is a record.
+    public var refusedStreams: RefusedStreams
+
+    public struct RefusedStreams: Codable, Sendable, Equatable {
+        public var total: Int
+        /// On a token-auth connection before its first valid token, past
+        /// `server.streamsBeforeAuthentication` (APNs: one stream).
+        public var beforeAuthentication: Int
+        /// Past the connection's MAX_CONCURRENT_STREAMS otherwise (a client that opened streams
+        /// before reading a lowered limit: `shrink-streams`, `shrinkStreamsAfterRejection`).
+        public var overLimit: Int
+    }
 
     public struct Connections: Codable, Sendable, Equatable {
         public var open: Int

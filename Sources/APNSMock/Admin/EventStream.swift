@@ -132,6 +132,16 @@ struct EventStreamWriter: Sendable {
             }
             await subscription.waitUntilReady(deadline: deadline)
             let batch = subscription.take()
+            if !batch.notices.isEmpty {
+                var buffer = ByteBuffer()
+                for notice in batch.notices {
+                    let data = (try? AdminAPI.encoder.encode(notice)) ?? Data("null".utf8)
+                    buffer.writeString("event: refused-streams\ndata: ")
+                    buffer.writeBytes(data)
+                    buffer.writeString("\n\n")
+                }
+                try await writer.write(buffer)
+            }
             if batch.records.isEmpty, batch.skipped == 0, !batch.closed {
                 if let skip = state.pendingSkip, ContinuousClock.now - state.lastSkipReport >= EventStreams.skipReportInterval {
                     try await writer.write(Self.skippedEvent(skip, state: &state))

@@ -43,6 +43,8 @@ main { display: grid; grid-template-columns: minmax(0, 1fr) 360px; gap: 18px; pa
 @media (max-width: 900px) { main { grid-template-columns: 1fr; } }
 .notice { padding: 8px 12px; border-radius: 10px; background: #fff4d6; color: #6b4b00; margin-bottom: 10px; font-size: 13px; }
 .notice[hidden] { display: none; }
+.notice.warn { background: #ffe3e0; color: #7a1c12; }
+.notice.warn ul { margin: 4px 0 0 18px; padding: 0; }
 #feed { display: flex; flex-direction: column; gap: 10px; }
 #feed-empty { color: var(--muted); text-align: center; padding: 40px 0; }
 .record { background: var(--panel); border-radius: var(--radius); padding: 11px 14px; box-shadow: 0 1px 2px rgba(0,0,0,.06), 0 4px 14px rgba(0,0,0,.04);
@@ -128,6 +130,7 @@ section.panel h2 { font-size: 13px; margin: 0 0 8px; text-transform: uppercase; 
   <div class="stat"><b id="count-rps">–</b><span>req/s</span></div>
   <div class="stat"><b id="count-shown">0</b><span>shown</span></div>
   <div class="stat"><b id="count-skipped">0</b><span>skipped</span></div>
+  <div class="stat refused" title="Streams refused with RST_STREAM REFUSED_STREAM (GET /v1/stats refusedStreams): a client that does not retry them loses those pushes"><b id="count-refused">0</b><span>refused streams</span></div>
   <div class="spacer"></div>
   <span id="stream-status">connecting</span>
   <button id="pause">Pause</button>
@@ -135,6 +138,7 @@ section.panel h2 { font-size: 13px; margin: 0 0 8px; text-transform: uppercase; 
 </header>
 <main>
   <div>
+    <div id="refused-notice" class="notice warn" hidden></div>
     <div id="skip-notice" class="notice" hidden></div>
     <div id="feed"></div>
     <div id="feed-empty">Nothing yet. Send a push to this apns-mock and it shows up here.</div>
@@ -216,6 +220,7 @@ section.panel h2 { font-size: 13px; margin: 0 0 8px; text-transform: uppercase; 
     groups: new Map(),    // thread or channel key -> group element
     records: new Map(),   // seq -> record, for the detail view
     skipped: 0,
+    refused: [],
     paused: false,
     controller: null,
     generation: 0,
@@ -305,6 +310,7 @@ section.panel h2 { font-size: 13px; margin: 0 0 8px; text-transform: uppercase; 
       $("count-accepted").textContent = stats.accepted.toLocaleString();
       $("count-rejected").textContent = stats.rejected.toLocaleString();
       $("count-connections").textContent = stats.connections.open.toLocaleString();
+      if (stats.refusedStreams) $("count-refused").textContent = stats.refusedStreams.total.toLocaleString();
       const now = performance.now();
       if (state.lastStats) {
         const seconds = (now - state.lastStats.at) / 1000;
@@ -406,6 +412,10 @@ section.panel h2 { font-size: 13px; margin: 0 0 8px; text-transform: uppercase; 
       try { addSkipped(JSON.parse(data.join("\n")).skipped || 0); } catch (e) { /* ignore a bad report */ }
       return;
     }
+    if (type === "refused-streams") {
+      try { addRefused(JSON.parse(data.join("\n"))); } catch (e) { /* ignore a bad report */ }
+      return;
+    }
     if (id !== null) state.lastSeq = Number(id);
     state.queue.push(data.join("\n"));
     // Only the newest KEEP can ever be shown: drop the rest unparsed.
@@ -415,6 +425,31 @@ section.panel h2 { font-size: 13px; margin: 0 0 8px; text-transform: uppercase; 
       addSkipped(dropped);
     }
     scheduleFrame();
+  }
+
+  // Refused streams are no records: the page lists the latest bursts, by connection and cause.
+  function addRefused(notice) {
+    const cause = notice.cause === "beforeAuthentication"
+      ? "before authentication (the client opened them before its first token was accepted; APNs allows " +
+        notice.limit + " stream" + (notice.limit === 1 ? "" : "s") + " until then; server.streamsBeforeAuthentication raises it)"
+      : "over the connection's limit of " + notice.limit + " concurrent streams";
+    const line = "Connection " + notice.connectionId + ": " + notice.count + " stream" + (notice.count === 1 ? "" : "s") +
+      " refused " + cause + " (streams " + notice.firstStreamId + "\u2013" + notice.lastStreamId + ")";
+    state.refused.unshift(line);
+    state.refused.length = Math.min(state.refused.length, 5);
+    const box = $("refused-notice");
+    box.hidden = false;
+    box.textContent = "";
+    const title = document.createElement("b");
+    title.textContent = "Refused streams (RST_STREAM REFUSED_STREAM): a client that does not retry them loses those pushes, and they are not records.";
+    const list = document.createElement("ul");
+    for (const text of state.refused) {
+      const item = document.createElement("li");
+      item.textContent = text;
+      list.appendChild(item);
+    }
+    box.append(title, list);
+    pollStats();
   }
 
   function addSkipped(count) {
@@ -909,6 +944,8 @@ section.panel h2 { font-size: 13px; margin: 0 0 8px; text-transform: uppercase; 
     $("count-shown").textContent = "0";
     $("count-skipped").textContent = "0";
     $("skip-notice").hidden = true;
+    state.refused = [];
+    $("refused-notice").hidden = true;
   }
 
   async function start() {

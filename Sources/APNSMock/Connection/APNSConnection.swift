@@ -52,6 +52,12 @@ final class APNSConnection {
     private var normalStreamLimit: UInt32 = 0
     /// Streams this connection holds unanswered (`hang`), counted in ``MockState/heldStreams``.
     private var heldStreams = 0
+    /// Streams refused during the current read, by cause: told once per read (a client opening a
+    /// hundred streams before it reads SETTINGS has them refused in one burst).
+    private var refusedInRead: [RefusedStreamsNotice] = []
+    /// When refused streams were last logged: at most one line per ``refusalLogInterval``.
+    private var lastRefusalLog: NIODeadline?
+    static let refusalLogInterval: TimeAmount = .seconds(10)
     // Read, and for the request state borrowed `inout`, by every request while deciding and
     // recording calls into other types: the compiler cannot prove those calls leave the properties
     // alone, so it would check each access at run time. Only this connection's event loop touches
@@ -125,6 +131,9 @@ final class APNSConnection {
             }
         }
         readPlaintext()
+        if !refusedInRead.isEmpty {
+            tellRefusedStreams()
+        }
     }
 
     private func startHTTP2() -> Bool {
@@ -377,6 +386,46 @@ extension APNSConnection: HTTP2SessionDelegate {
 
     func session(_ session: HTTP2Session, record: UInt64, responseWritten written: Bool) {
         router.state.records.setResponseWritten(written, seq: record)
+    }
+
+    func session(_ session: HTTP2Session, refusedStream id: Int32) {
+        let cause: RefusedStreamCause = requestState.auth.isAwaitingToken ? .beforeAuthentication : .overLimit
+        router.state.statistics.countRefused(cause)
+        if let index = refusedInRead.firstIndex(where: { $0.cause == cause }) {
+            refusedInRead[index].count += 1
+            refusedInRead[index].firstStreamId = min(refusedInRead[index].firstStreamId, id)
+            refusedInRead[index].lastStreamId = max(refusedInRead[index].lastStreamId, id)
+        } else {
+            refusedInRead.append(RefusedStreamsNotice(
+                connectionId: self.id, cause: cause, count: 1, firstStreamId: id, lastStreamId: id,
+                limit: streamLimit, at: Timestamp.rfc3339(milliseconds: MockClock.wallMilliseconds())))
+        }
+    }
+
+    /// Tells what was refused in this read: event streams and the inbox page hear of it, and the
+    /// log (at most once per ``refusalLogInterval`` per connection). A refused stream is no
+    /// record: a client that does not retry it (node-apn) loses that push.
+    private func tellRefusedStreams() {
+        let notices = refusedInRead
+        refusedInRead.removeAll(keepingCapacity: true)
+        for notice in notices {
+            router.state.records.publish(notice)
+        }
+        let now = NIODeadline.now()
+        guard lastRefusalLog.map({ now - $0 >= Self.refusalLogInterval }) ?? true else { return }
+        lastRefusalLog = now
+        for notice in notices {
+            let advice = notice.cause == .beforeAuthentication
+                ? "the client opened them before its first token was accepted; APNs allows one stream until then"
+                    + " (server.streamsBeforeAuthentication raises it for load tools)"
+                : "the client opened more streams than the connection's MAX_CONCURRENT_STREAMS"
+            logger.warning(
+                "refused streams (RST_STREAM REFUSED_STREAM); a client that does not retry them loses those pushes",
+                metadata: [
+                    "count": "\(notice.count)", "cause": "\(notice.cause.rawValue)", "limit": "\(notice.limit)",
+                    "streams": "\(notice.firstStreamId)...\(notice.lastStreamId)", "why": "\(advice)",
+                ])
+        }
     }
 
     /// Advertises a new MAX_CONCURRENT_STREAMS when it differs from the current one.

@@ -14,11 +14,15 @@ protocol HTTP2SessionDelegate: AnyObject {
     /// The response recorded as `record` went out after all (`written`), or, recorded as written,
     /// did not: the stream closed before its last frame was sent.
     func session(_ session: HTTP2Session, record: UInt64, responseWritten written: Bool)
+    /// nghttp2 refused a new stream (RST_STREAM REFUSED_STREAM): the client opened it past the
+    /// MAX_CONCURRENT_STREAMS this side announced (before the client read that SETTINGS, too).
+    func session(_ session: HTTP2Session, refusedStream id: Int32)
 }
 
 extension HTTP2SessionDelegate {
     /// Delegates that keep no records (tests, the fuzz target) have nothing to correct.
     func session(_ session: HTTP2Session, record: UInt64, responseWritten written: Bool) {}
+    func session(_ session: HTTP2Session, refusedStream id: Int32) {}
 }
 
 /// Owner of one nghttp2 server session, fed through `nghttp2_session_mem_recv` and drained through
@@ -594,6 +598,15 @@ extension HTTP2Session {
                 || (endStream && (type == UInt8(NGHTTP2_HEADERS.rawValue) || type == UInt8(NGHTTP2_DATA.rawValue)))
             else { return 0 }
             withOwner(userData) { $0.sentFrame(type: type, streamID: frame.pointee.hd.stream_id, endStream: endStream) }
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(callbacks) { _, frame, libraryError, userData in
+            // The one invalid-frame case that is not the client's protocol error: a stream refused
+            // for the concurrency limit (the session answers it with RST_STREAM REFUSED_STREAM).
+            guard let frame, libraryError == NGHTTP2_ERR_REFUSED_STREAM.rawValue,
+                  frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue)
+            else { return 0 }
+            withOwner(userData) { $0.delegate.session($0, refusedStream: frame.pointee.hd.stream_id) }
             return 0
         }
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, _, userData in

@@ -144,6 +144,14 @@ final class RecordStore: Sendable {
         return seq
     }
 
+    /// Tells every event stream `notice` (refused streams are not records, so only live streams hear
+    /// of them; `/v1/stats` counts them). Costs nothing while nobody subscribes.
+    func publish(_ notice: RefusedStreamsNotice) {
+        if subscriptions.isActive {
+            subscriptions.broadcast(notice)
+        }
+    }
+
     /// Whether the response of the record `seq` left the mock, when that turned out otherwise than
     /// the record said when it was stored (a connection that ended before an answer went out, a
     /// delayed answer that did go out). Off the hot path: it takes the slot's stripe lock. Records
@@ -430,7 +438,13 @@ final class Subscription: Sendable {
         var firstSkipped: UInt64 = 0
         var lastSkipped: UInt64 = 0
         var closed = false
+        /// What happened besides records (event streams only), at most ``Subscription/noticeLimit``.
+        var notices: [RefusedStreamsNotice] = []
     }
+
+    /// Notices kept for one stream between two takes; more are dropped (a stream that does not
+    /// read loses them, as it loses records).
+    static let noticeLimit = 32
 
     private struct State {
         var batch = Batch()
@@ -462,7 +476,17 @@ final class Subscription: Sendable {
 
     private static func isReady(_ state: State) -> Bool {
         state.batch.closed || state.wakeRequested || state.batch.records.count >= state.expected
-            || state.batch.skipped > 0
+            || state.batch.skipped > 0 || !state.batch.notices.isEmpty
+    }
+
+    /// From a connection (through ``RecordStore/publish(_:)``): something event streams tell.
+    func notify(_ notice: RefusedStreamsNotice) {
+        guard case .buffer = mode else { return }
+        state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard !state.batch.closed, state.batch.notices.count < Self.noticeLimit else { return nil }
+            state.batch.notices.append(notice)
+            return state.waiting.take()
+        }?.resume()
     }
 
     /// From the dispatcher: one matching record.
@@ -526,6 +550,7 @@ final class Subscription: Sendable {
         state.withLock { state in
             var taken = Batch(closed: state.batch.closed)
             swap(&taken.records, &state.batch.records)
+            swap(&taken.notices, &state.batch.notices)
             taken.skipped = state.batch.skipped
             taken.firstSkipped = state.batch.firstSkipped
             taken.lastSkipped = state.batch.lastSkipped
@@ -630,6 +655,12 @@ private final class Subscriptions: Sendable {
         // A dispatcher with nobody left to serve ends (it checks when woken).
         if removed, empty { recordsArrived() }
         return through
+    }
+
+    /// Hands `notice` to every subscription (event streams keep it; waits ignore it).
+    func broadcast(_ notice: RefusedStreamsNotice) {
+        let all = state.withLock { $0.index.all }
+        for subscription in all { subscription.notify(notice) }
     }
 
     func close() {

@@ -29,6 +29,10 @@ final class RequestStatistics: Sendable {
     /// How much of each of `counts` the Prometheus counters have been given.
     private let exportedCounts: Mutex<[Int]>
     let latency: CoreMetrics.Timer
+    /// Streams refused (RST_STREAM REFUSED_STREAM) by cause, and their Prometheus counters.
+    private let refusedCounts: [ManagedAtomic<Int>]
+    private let refusedCounters: [CoreMetrics.Counter]
+    private let exportedRefused: Mutex<[Int]>
     let started = ContinuousClock.now
     private let rate = Mutex<(at: ContinuousClock.Instant, total: Int, perSecond: Double)>(
         (ContinuousClock.now, 0, 0))
@@ -65,6 +69,22 @@ final class RequestStatistics: Sendable {
         openConnectionsGauge = CoreMetrics.Gauge(label: "apns_open_connections", factory: factory)
         evictionsCounter = CoreMetrics.Counter(label: "apns_recording_evictions_total", factory: factory)
         latency = CoreMetrics.Timer(label: "apns_request_duration_seconds", factory: factory)
+        refusedCounters = RefusedStreamCause.allCases.map {
+            CoreMetrics.Counter(label: "apns_refused_streams_total", dimensions: [("cause", $0.metricLabel)], factory: factory)
+        }
+        refusedCounts = RefusedStreamCause.allCases.map { _ in ManagedAtomic(0) }
+        exportedRefused = Mutex(RefusedStreamCause.allCases.map { _ in 0 })
+    }
+
+    /// One stream refused: a relaxed atomic add.
+    func countRefused(_ cause: RefusedStreamCause) {
+        refusedCounts[cause.index].wrappingIncrement(ordering: .relaxed)
+    }
+
+    var refusedStreams: Statistics.RefusedStreams {
+        let before = refusedCounts[RefusedStreamCause.beforeAuthentication.index].load(ordering: .relaxed)
+        let over = refusedCounts[RefusedStreamCause.overLimit.index].load(ordering: .relaxed)
+        return Statistics.RefusedStreams(total: before + over, beforeAuthentication: before, overLimit: over)
     }
 
     private static func index(status: Int?, rejection: Rejection?, action: FaultRule.Action?) -> Int {
@@ -119,7 +139,8 @@ final class RequestStatistics: Sendable {
             averageRequestsPerSecond: lifetime > 0 ? Double(total) / lifetime : 0,
             recording: .init(
                 capacity: records.capacity, records: records.count, evictions: records.evictions,
-                lastSeq: records.lastSeq))
+                lastSeq: records.lastSeq),
+            refusedStreams: refusedStreams)
     }
 
     /// Prometheus text: the request counters and the gauges, which the request path does not
@@ -145,6 +166,15 @@ final class RequestStatistics: Sendable {
             for index in values.indices where values[index] > exported[index] {
                 kindCounters[index].increment(by: Int64(values[index] - exported[index]))
                 exported[index] = values[index]
+            }
+        }
+        exportedRefused.withLock { exported in
+            for index in refusedCounts.indices {
+                let value = refusedCounts[index].load(ordering: .relaxed)
+                if value > exported[index] {
+                    refusedCounters[index].increment(by: Int64(value - exported[index]))
+                    exported[index] = value
+                }
             }
         }
         openConnectionsGauge.record(openConnections)
