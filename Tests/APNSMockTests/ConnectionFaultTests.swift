@@ -115,24 +115,31 @@ struct ConnectionFaultTests {
 
     @Test func ignorePingsWithholdsAcknowledgementsForAWhile() async throws {
         try await MockHarness.withRunningMock(configure: Self.configure) { mock in
-            try await mock.admin.addFault(json: #"{"action":"ignore-pings","durationMs":1000,"times":1}"#).expect([201])
+            try await mock.admin.addFault(json: #"{"action":"ignore-pings","durationMs":3000,"times":1}"#).expect([201])
             let client = try await Self.connect(mock)
+            // The window opens when the request is answered, after this.
+            let start = ContinuousClock.now
             try await client.send(H2.request(stream: 1, token: Self.token, body: Self.body))
             _ = await client.waitUntil { HostileClientTests.hasResponse(H2.parse($0), stream: 1) }
             let first: [UInt8] = [1, 1, 1, 1, 1, 1, 1, 1], second: [UInt8] = [2, 2, 2, 2, 2, 2, 2, 2]
             @Sendable func acks(_ bytes: [UInt8], _ data: [UInt8]) -> Bool {
                 H2.parse(bytes).contains { $0.type == H2.FrameType.ping.rawValue && $0.flags == H2.ack && $0.payload == data }
             }
-            let start = ContinuousClock.now
             try await client.send(H2.frame(.ping, payload: first))
             let unanswered = await client.waitUntil(timeout: .milliseconds(500)) { acks($0, first) }
-            #expect(!acks(unanswered, first))
+            // A machine so loaded that the window closed before the PING was read cannot tell.
+            let withinWindow = ContinuousClock.now - start < .milliseconds(3000)
+            if withinWindow {
+                #expect(!acks(unanswered, first))
+            }
             // Once durationMs has passed, PINGs are answered again.
-            try await Task.sleep(until: start + .milliseconds(1200), clock: .continuous)
+            try await Task.sleep(until: start + .milliseconds(3200), clock: .continuous)
             try await client.send(H2.frame(.ping, payload: second))
             let answered = await client.waitUntil { acks($0, second) }
             #expect(acks(answered, second))
-            #expect(!acks(answered, first))
+            if withinWindow {
+                #expect(!acks(answered, first), "a PING withheld is never answered late")
+            }
             await client.close()
             try await HostileClientTests.expectStillServing(mock)
         }

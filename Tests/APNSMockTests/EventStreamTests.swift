@@ -97,12 +97,25 @@ struct EventStreamTests {
         try await subscribe(adminPort: mock.adminPort, query, headers: headers)
     }
 
+    /// Opens an event stream. A mock with a short `admin.idleTimeout` may close a new connection
+    /// before a loaded machine gets to send the request (the timeout doing its job): tried again,
+    /// up to three times.
     static func subscribe(adminPort: Int, _ query: String, headers: [String] = []) async throws -> RawClient {
-        let client = try await RawClient.connect(port: adminPort, security: .plaintext)
         let extra = headers.map { $0 + "\r\n" }.joined()
-        try await client.send(Array("GET /v1/events?\(query) HTTP/1.1\r\nHost: 127.0.0.1\r\n\(extra)\r\n".utf8))
-        _ = await client.waitUntil(timeout: .seconds(30)) { String(decoding: $0, as: UTF8.self).contains("apns-mock events") }
-        return client
+        let request = Array("GET /v1/events?\(query) HTTP/1.1\r\nHost: 127.0.0.1\r\n\(extra)\r\n".utf8)
+        var attempt = 0
+        while true {
+            attempt += 1
+            let client = try await RawClient.connect(port: adminPort, security: .plaintext)
+            do {
+                try await client.send(request)
+            } catch where attempt < 3 {
+                await client.close()
+                continue
+            }
+            _ = await client.waitUntil(timeout: .seconds(30)) { String(decoding: $0, as: UTF8.self).contains("apns-mock events") }
+            return client
+        }
     }
 
     // MARK: Filters and resumption

@@ -152,13 +152,19 @@ struct HTTP2SessionTests {
         #expect(harness.status(of: 3) == "200")
     }
 
-    @Test func oversizedHeaderListResetsOnlyThatStream() throws {
+    /// A header list past SETTINGS_MAX_HEADER_LIST_SIZE is answered 431 once the request ends
+    /// (RFC 6585: "too large" in HTTP's own words), never handed to an API; other streams go on.
+    @Test func oversizedHeaderListIsAnswered431() throws {
         let harness = try Harness(settings: HTTP2Settings())
         harness.exchange(H2.preface + H2.settings())
         let big = [("x-big", String(repeating: "a", count: 9000))]
         let frames = harness.exchange(Self.request(1, extra: big) + Self.request(3))
-        #expect(frames.contains { $0.stream == 1 && $0.type == H2.FrameType.rstStream.rawValue })
+        #expect(!frames.contains { $0.type == H2.FrameType.rstStream.rawValue })
+        #expect(harness.status(of: 1) == "431")
         #expect(harness.received.map(\.id) == [3])
+        #expect(harness.status(of: 3) == "200")
+        let body = frames.filter { $0.stream == 1 && $0.type == H2.FrameType.data.rawValue }.flatMap(\.payload)
+        #expect(String(decoding: body, as: UTF8.self).contains("\"maxHeaderListSize\":8000"))
     }
 
     /// Requests that repeat every header value get equal repeat keys; one changed value moves the
@@ -293,6 +299,39 @@ struct HTTP2SessionTests {
         let goaway = try #require(expectConnectionError(harness, Self.request(1))?.goaway)
         #expect(goaway.errorCode == HTTP2ErrorCode.streamClosed.rawValue)
         #expect(harness.received.count == 1)
+    }
+
+    /// DATA on a stream that the client ended and that was answered and closed: a STREAM_CLOSED
+    /// connection error every time (RFC 9113 §5.1, §6.1), as nghttpd answers it — nghttp2 forgets
+    /// closed streams here and ignored it. The session names the rule it ended the connection by.
+    @Test func dataOnAClosedStreamIsStreamClosed() throws {
+        let harness = try Harness()
+        harness.exchange(H2.preface + H2.settings() + Self.request(1))
+        #expect(harness.status(of: 1) == "200")
+        let goaway = try #require(expectConnectionError(harness, H2.data(stream: 1, Array("{}".utf8), endStream: true))?.goaway)
+        #expect(goaway.errorCode == HTTP2ErrorCode.streamClosed.rawValue)
+        #expect(harness.session.deliberateEnd?.reason == "DATA on closed stream 1")
+    }
+
+    /// DATA still in flight for a stream this side reset (a refused stream, a malformed one) is
+    /// ignored (RFC 9113 §5.1): a client that opened a hundred streams before it read SETTINGS
+    /// sends their bodies after the resets.
+    @Test func dataOnAStreamResetHereIsIgnored() throws {
+        let harness = try Harness(settings: HTTP2Settings(maxConcurrentStreams: 1))
+        harness.exchange(H2.preface + H2.settings())
+        var burst: [UInt8] = []
+        for stream in stride(from: UInt32(1), through: 201, by: 2) {
+            burst += H2.headers(
+                stream: stream, [(":method", "POST"), (":scheme", "https"), (":path", "/3/device/abcd"), (":authority", "x")],
+                endStream: false)
+        }
+        for stream in stride(from: UInt32(1), through: 201, by: 2) {
+            burst += H2.data(stream: stream, Array("{}".utf8), endStream: true)
+        }
+        let frames = harness.exchange(burst)
+        #expect(!frames.contains { $0.goaway != nil })
+        #expect(frames.filter { $0.rstErrorCode == HTTP2ErrorCode.refusedStream.rawValue }.count == 100)
+        #expect(harness.status(of: 1) == "200")
     }
 
     @Test func headersOnASkippedLowerStreamIsProtocolError() throws {

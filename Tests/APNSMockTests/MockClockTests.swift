@@ -131,7 +131,7 @@ struct MockClockTests {
         try await MockHarness.withRunningMock(configure: ConnectionFaultTests.configure) { mock in
             let delayed = String(repeating: "d1", count: 32), hung = String(repeating: "d2", count: 32)
             let closer = String(repeating: "d3", count: 32), cutOff = String(repeating: "d4", count: 32)
-            try await mock.admin.addFault(json: #"{"match":{"token":"\#(delayed)"},"delayMs":800}"#).expect([201])
+            try await mock.admin.addFault(json: #"{"match":{"token":"\#(delayed)"},"delayMs":4000}"#).expect([201])
             try await mock.admin.addFault(json: #"{"match":{"token":"\#(hung)"},"action":"hang"}"#).expect([201])
             try await mock.admin.addFault(json: #"{"match":{"token":"\#(closer)"},"action":"close"}"#).expect([201])
 
@@ -144,7 +144,7 @@ struct MockClockTests {
             // The delayed answer has not gone out yet.
             let waiting = try #require(try await mock.admin.wait(RecordQuery(token: delayed), count: 1).page.notifications.first)
             #expect(!waiting.responseWritten)
-            _ = await client.waitUntil { HostileClientTests.hasResponse(H2.parse($0), stream: 3) }
+            _ = await client.waitUntil(timeout: .seconds(20)) { HostileClientTests.hasResponse(H2.parse($0), stream: 3) }
             #expect(HostileClientTests.hasResponse(ConnectionFaultTests.frames(client), stream: 3))
             await client.close()
 

@@ -11,13 +11,25 @@ import Testing
 struct RefusedStreamTests {
     static let body = Array(#"{"aps":{"alert":"hello"}}"#.utf8)
 
-    /// Opens `/v1/events` with curl for `seconds`, while `body` runs; returns what it printed.
-    static func watchEvents(_ mock: some MockEndpoints, seconds: Int, _ body: () async throws -> Void) async throws -> String {
-        async let events = ExternalTool.run("curl", ["-sN", "--max-time", "\(seconds)", "\(mock.adminURL)/v1/events"])
-        // The stream is open once its first line is out; give curl a moment to connect.
-        try await Task.sleep(for: .milliseconds(400))
-        try await body()
-        return try await events.text
+    /// Opens `/v1/events` with curl, runs `body` once the stream is open, and returns what the stream
+    /// carried once it told of refused streams (or after 10 s).
+    static func watchEvents(_ mock: some MockEndpoints, _ body: () async throws -> Void) async throws -> String {
+        let directory = try Unprivileged.temporaryDirectory("events")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("events.txt").path
+        func read() -> String { (try? String(contentsOfFile: file, encoding: .utf8)) ?? "" }
+        func waitFor(_ text: String) async throws {
+            let deadline = ContinuousClock.now + .seconds(10)
+            while !read().contains(text), ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+        return try await ExternalTool.runningInBackground("curl", ["-sN", "-o", file, "\(mock.adminURL)/v1/events"]) {
+            try await waitFor(": apns-mock events")
+            try await body()
+            try await waitFor("event: refused-streams")
+            return read()
+        }
     }
 
     static func notices(_ text: String) throws -> [RefusedStreamsNotice] {
@@ -34,7 +46,7 @@ struct RefusedStreamTests {
     @Test func refusedBeforeAuthenticationAreCountedAndTold() async throws {
         try await ServerProcess.withRunning { mock in
             let devices = (1...4).map { String(repeating: String(format: "%02x", $0), count: 32) }
-            let output = try await Self.watchEvents(mock, seconds: 4) {
+            let output = try await Self.watchEvents(mock) {
                 let report = try await ClientDriver(client: .node, scenario: "batch", auth: .token, devices: devices).run(against: mock)
                 #expect(report.results.filter { $0.rstCode == 7 }.count == 3)
             }

@@ -176,11 +176,14 @@ final class APNSConnection {
             var sessionError: HTTP2Session.ProtocolError?
             let result = tls.read { plaintext in sessionError = session.receive(plaintext) }
             if let sessionError {
-                logger.debug("HTTP/2 session error", metadata: ["error": "\(sessionError)"])
+                // A rule of this session's that ends the connection on purpose says which rule;
+                // otherwise nghttp2 found the client's protocol error.
+                let description = session.deliberateEnd.map { "\($0.reason): GOAWAY \($0.code)" } ?? sessionError.description
+                logger.debug("HTTP/2 session error", metadata: ["error": "\(description)"])
                 // nghttp2 usually queued a GOAWAY explaining the error: send it, then close.
-                closeCause = .protocolError(sessionError.description)
+                closeCause = .protocolError(description)
                 flushSession(session, budget: .max)
-                finish(.protocolError(sessionError.description))
+                finish(.protocolError(description))
                 return
             }
             switch result {

@@ -43,3 +43,19 @@ protocol HTTP2Response {
     /// Writes the fields besides `:status`, at most ``ResponseFields/capacity`` of them.
     func writeFields(into fields: inout ResponseFields)
 }
+
+/// 431 Request Header Fields Too Large (RFC 6585), for a request whose header list passed the
+/// SETTINGS_MAX_HEADER_LIST_SIZE the connection announced: HTTP's own answer, which clients report
+/// as such (APNs has no reason for it, so the body has no `reason` either: a client does not take
+/// it for one of Apple's). Its body says what was too large, for the person reading it.
+struct HeaderListTooLarge: HTTP2Response {
+    let limit: UInt32
+    var status: Int { 431 }
+    var body: [UInt8] {
+        Array(#"{"error":"the request's header list is larger than the SETTINGS_MAX_HEADER_LIST_SIZE this connection announced","maxHeaderListSize":\#(limit)}"#.utf8)
+    }
+
+    func writeFields(into fields: inout ResponseFields) {
+        fields.add("content-type", literal: "application/json")
+    }
+}

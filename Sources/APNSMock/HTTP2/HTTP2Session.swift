@@ -136,8 +136,24 @@ final class HTTP2Session {
     /// (nghttp2 has then usually queued a GOAWAY that ``send(_:)`` still delivers).
     func receive(_ bytes: UnsafeRawBufferPointer) -> ProtocolError? {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return nil }
+        if let closed = frames.scan(bytes, dataOnClosedStream: isClosedClientStream) {
+            // Before nghttp2 reads the chunk, which would skip that DATA without a callback.
+            _ = endSession(.streamClosed, "DATA on closed stream \(closed)")
+            return ProtocolError(code: Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue))
+        }
         let rc = nghttp2_session_mem_recv(session, base.assumingMemoryBound(to: UInt8.self), bytes.count)
         return rc < 0 ? ProtocolError(code: rc) : nil
+    }
+
+    /// Frame headers of the input, read ahead of nghttp2 (see ``FrameHeaderScanner``).
+    @exclusivity(unchecked) private var frames = FrameHeaderScanner()
+
+    /// A client stream that was open and is closed now: at or below the highest id seen in HEADERS,
+    /// not open, not one the client skipped (§5.1.1 closes those too, but nghttp2 judges them), and
+    /// not reset by this side lately (its frames in flight are ignored, §5.1).
+    private func isClosedClientStream(_ id: Int32) -> Bool {
+        id & 1 == 1 && id <= highestClientStream && nghttp2_session_find_stream(session, id) == nil
+            && !recentlyReset.contains(id) && !skippedStreams.contains { $0.contains(id) }
     }
 
     /// Hands each chunk nghttp2 wants to send to `sink` until nghttp2 has nothing more or `sink`
@@ -242,7 +258,17 @@ final class HTTP2Session {
     func reset(_ stream: HTTP2Stream, id: Int32, code: HTTP2ErrorCode) {
         guard stream.id == id, stream.phase != .idle, stream.phase != .reset else { return }
         stream.reset()
+        // Remembered now, not when the RST_STREAM goes out (output may be backed up): the client's
+        // frames for it until it reads the reset are in flight, and ignored (RFC 9113 §5.1).
+        recentlyReset.insert(id)
         _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, code.rawValue)
+    }
+
+    /// nghttp2 refused a new stream (its RST_STREAM REFUSED_STREAM is queued): remembered at once,
+    /// as a reset of this side's, and told to the delegate.
+    fileprivate func refused(_ id: Int32) {
+        recentlyReset.insert(id)
+        delegate.session(self, refusedStream: id)
     }
 
     // MARK: Stream bookkeeping (callbacks)
@@ -310,12 +336,13 @@ final class HTTP2Session {
         stream: HTTP2Stream, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>, trailer: Bool
     ) -> Bool {
         // A reset stream's remaining fields are decoded by nghttp2 (HPACK state) and dropped.
-        guard stream.phase == .receiving else { return true }
+        guard stream.phase == .receiving, !stream.headerListTooLarge else { return true }
         stream.headerListSize += name.count + value.count + 32
         if stream.headerListSize > Int(settings.maxHeaderListSize) {
-            // nghttp2 resets the stream (TEMPORAL_CALLBACK_FAILURE); nothing of it is answered.
-            stream.reset()
-            return false
+            // Past SETTINGS_MAX_HEADER_LIST_SIZE: the rest of the block is decoded (HPACK state)
+            // and dropped, and the request gets 431 (RFC 6585, RFC 9113 §10.5.1) once it ends.
+            stream.headerListTooLarge = true
+            return true
         }
         if let known = KnownHeader(name: UnsafeRawBufferPointer(name)) {
             if known.isPseudoHeader {
@@ -387,7 +414,7 @@ final class HTTP2Session {
     fileprivate func data(streamID: Int32, bytes: UnsafeRawBufferPointer) {
         uncreditedConnectionBytes += bytes.count
         withStream(streamID) { stream in
-            guard stream.phase == .receiving else { return }
+            guard stream.phase == .receiving, !stream.headerListTooLarge else { return }
             let before = stream.request.bodyLength
             stream.request.appendBody(bytes)
             // A body within a quarter of the stream window never needs its window credited back
@@ -411,7 +438,7 @@ final class HTTP2Session {
     /// trailers. Checks what the block as a whole must hold.
     fileprivate func endOfHeaders(_ streamID: Int32, trailer: Bool, endStream: Bool) {
         withStream(streamID) { stream in
-            guard stream.phase == .receiving else { return }
+            guard stream.phase == .receiving, !stream.headerListTooLarge else { return }
             if trailer ? !endStream : !RequestFieldRules.isComplete(stream.seen) {
                 // Trailers must end the stream (§8.1); a request needs its pseudo-headers (§8.3.1).
                 _ = malformed(stream)
@@ -425,8 +452,9 @@ final class HTTP2Session {
     /// A frame header arrived. For HEADERS on a client stream id not above every id seen before,
     /// with no open stream: RFC 9113 §5.1.1 makes that a connection error, PROTOCOL_ERROR for an id
     /// the client skipped, STREAM_CLOSED for a closed stream — except a stream this side reset,
-    /// whose late frames are ignored (§5.1). Returns false when the connection must end (the
-    /// GOAWAY is queued).
+    /// whose late frames are ignored (§5.1). (DATA on a closed stream is found earlier, in
+    /// ``receive(_:)``.) Returns false when the connection must end (the GOAWAY is queued, and
+    /// the end is logged as this rule's).
     fileprivate func beginFrame(type: UInt8, streamID: Int32) -> Bool {
         guard type == UInt8(NGHTTP2_HEADERS.rawValue), streamID & 1 == 1 else { return true }
         if streamID > highestClientStream {
@@ -442,7 +470,18 @@ final class HTTP2Session {
             return true  // trailers of an open stream (nghttp2 judges them), or late after our reset
         }
         let skipped = skippedStreams.contains { $0.contains(streamID) }
-        let code: HTTP2ErrorCode = skipped ? .protocolError : .streamClosed
+        return skipped
+            ? endSession(.protocolError, "HEADERS on skipped stream \(streamID)")
+            : endSession(.streamClosed, "HEADERS on closed stream \(streamID)")
+    }
+
+    /// Why this side ended the session on purpose, for the connection's log (instead of nghttp2's
+    /// "the user callback function failed", which is how a callback stops it).
+    private(set) var deliberateEnd: (code: HTTP2ErrorCode, reason: String)?
+
+    /// Ends the session with GOAWAY `code` (queued), noting why; returns false for the callback.
+    private func endSession(_ code: HTTP2ErrorCode, _ reason: String) -> Bool {
+        deliberateEnd = (code, reason)
         nghttp2_session_terminate_session(session, code.rawValue)
         return false
     }
@@ -486,6 +525,12 @@ final class HTTP2Session {
     fileprivate func endOfStream(_ streamID: Int32) {
         withStream(streamID) { stream in
             guard stream.phase == .receiving else { return }
+            if stream.headerListTooLarge {
+                stream.dispatch()
+                submit(HeaderListTooLarge(limit: settings.maxHeaderListSize), on: stream, id: streamID)
+                streams.recycleStorage(of: stream)
+                return
+            }
             if let declared = stream.declaredLength, stream.request.bodyLength != declared {
                 _ = malformed(stream)  // less DATA than content-length announced
                 return
@@ -606,7 +651,7 @@ extension HTTP2Session {
             guard let frame, libraryError == NGHTTP2_ERR_REFUSED_STREAM.rawValue,
                   frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue)
             else { return 0 }
-            withOwner(userData) { $0.delegate.session($0, refusedStream: frame.pointee.hd.stream_id) }
+            withOwner(userData) { $0.refused(frame.pointee.hd.stream_id) }
             return 0
         }
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, _, userData in
@@ -616,16 +661,64 @@ extension HTTP2Session {
     }
 }
 
-/// The last few stream ids this side reset, oldest forgotten first: a fixed ring, so a client
-/// resetting streams by the thousand costs no memory.
+/// Reads the frame headers of a session's input ahead of nghttp2, which skips DATA for a stream it
+/// no longer knows without telling (closed streams are not kept: `no_closed_streams`), so that DATA
+/// on a closed stream can be answered as RFC 9113 §6.1 requires. It reads 9 bytes per frame and
+/// skips payloads, across chunk boundaries, after the 24-byte client preface; DATA frames only are
+/// judged, by their stream id.
+struct FrameHeaderScanner {
+    /// Preface bytes still to skip, then payload bytes of the current frame.
+    private var skip = 24
+    private var header: (UInt64, UInt8) = (0, 0)
+    /// Bytes of the current frame header read so far (0 to 8; 9 completes it).
+    private var headerBytes = 0
+    private var headerBuffer = [UInt8](repeating: 0, count: 9)
+
+    /// Scans `bytes`; returns the first DATA frame's stream id for which `dataOnClosedStream` holds.
+    mutating func scan(_ bytes: UnsafeRawBufferPointer, dataOnClosedStream: (Int32) -> Bool) -> Int32? {
+        var index = 0
+        let count = bytes.count
+        while index < count {
+            if skip > 0 {
+                let taken = min(skip, count - index)
+                skip -= taken
+                index += taken
+                continue
+            }
+            headerBuffer[headerBytes] = bytes[index]
+            headerBytes += 1
+            index += 1
+            guard headerBytes == 9 else { continue }
+            headerBytes = 0
+            let length = Int(headerBuffer[0]) << 16 | Int(headerBuffer[1]) << 8 | Int(headerBuffer[2])
+            let stream = Int32(bitPattern: UInt32(headerBuffer[5] & 0x7F) << 24 | UInt32(headerBuffer[6]) << 16
+                | UInt32(headerBuffer[7]) << 8 | UInt32(headerBuffer[8]))
+            if headerBuffer[3] == UInt8(NGHTTP2_DATA.rawValue), stream != 0, dataOnClosedStream(stream) {
+                return stream
+            }
+            skip = length
+        }
+        return nil
+    }
+}
+
+/// The stream ids this side reset lately, oldest forgotten first: a client may have sent frames
+/// for them before it read the reset (RFC 9113 §5.1: those are ignored). Up to ``capacity`` of them
+/// (a client opening a thousand streams before it reads SETTINGS has all but one refused); the
+/// storage grows as resets happen and then is reused as a ring, so a connection that resets
+/// nothing costs nothing, and a client resetting streams by the thousand costs 4 KB.
 struct RecentStreams {
-    static let capacity = 64
-    private var ids = [Int32](repeating: 0, count: capacity)
+    static let capacity = 1024
+    private var ids: [Int32] = []
     private var next = 0
 
     mutating func insert(_ id: Int32) {
-        ids[next] = id
-        next = (next + 1) % Self.capacity
+        if ids.count < Self.capacity {
+            ids.append(id)
+        } else {
+            ids[next] = id
+            next = (next + 1) % Self.capacity
+        }
     }
 
     func contains(_ id: Int32) -> Bool {

@@ -44,6 +44,9 @@ final class HTTP2Stream {
     @exclusivity(unchecked) var repeatable = true
     /// The `content-length` the request announced.
     @exclusivity(unchecked) var declaredLength: Int?
+    /// The header list passed SETTINGS_MAX_HEADER_LIST_SIZE: the rest of it and the body are
+    /// dropped, and the request is answered 431.
+    @exclusivity(unchecked) var headerListTooLarge = false
     /// Set when the stream is deliberately never answered (a `hang` fault): it is exempt from the
     /// stuck-stream timeout, and its session reports its close to the delegate.
     @exclusivity(unchecked) var isHeld = false
@@ -80,6 +83,7 @@ final class HTTP2Stream {
         repeatFields = 0
         repeatable = true
         declaredLength = nil
+        headerListTooLarge = false
         isHeld = false
         responseBody.removeAll(keepingCapacity: true)
         responseOffset = 0
