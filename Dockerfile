@@ -46,6 +46,7 @@ RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-ins
 ENV APNS_MOCK_HOST=0.0.0.0 \
     APNS_MOCK_ADMIN_HOST=0.0.0.0 \
     APNS_MOCK_BROADCAST_HOST=0.0.0.0 \
+    APNS_MOCK_PROXY_HOST=0.0.0.0 \
     APNS_MOCK_ADDITIONAL_PORTS=443 \
     APNS_MOCK_CERTS=/var/lib/apns-mock/certs
 WORKDIR /var/lib/apns-mock

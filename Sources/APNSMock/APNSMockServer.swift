@@ -79,9 +79,29 @@ public struct APNSMockServer: Service {
             try? await group.shutdownGracefully()
             throw error
         }
+        if let proxyPort = configuration.proxy.port {
+            // The CONNECT proxy tunnels into the listeners just bound.
+            let destinations = ProxyDestinations(bound)
+            do {
+                let channel = try await ConnectProxy.bind(
+                    settings: configuration.proxy, port: proxyPort, group: group,
+                    destination: { destinations.address(of: $0) }, logger: logger)
+                channels.append(channel)
+                bound.append(ListenerAddress(kind: .proxy, host: configuration.proxy.host, port: channel.localAddress?.port ?? proxyPort))
+                logger.info("proxy listener up", metadata: ["host": "\(configuration.proxy.host)", "port": "\(bound.last!.port)"])
+            } catch {
+                for channel in channels {
+                    try? await channel.close()
+                }
+                quiescers.removeAll()
+                try? await group.shutdownGracefully()
+                throw error
+            }
+        }
         let listener = RunningAPNSListener(
             listeners: bound, group: group, quiescers: quiescers, connections: state.connections,
-            gracePeriod: configuration.shutdownGracePeriod, logger: logger)
+            gracePeriod: configuration.shutdownGracePeriod, logger: logger,
+            proxy: configuration.proxy.port == nil ? nil : channels.last)
         // The admin listener starts once the APNs one is bound, so /healthz never answers 200
         // before requests can be sent.
         let api = AdminAPI(
@@ -181,6 +201,33 @@ extension APNSMockServer {
     }
 }
 
+/// Where the CONNECT proxy's tunnels lead: the bound listener of each target, dialled on loopback
+/// when it listens on every interface.
+struct ProxyDestinations: Sendable {
+    let apns: (host: String, port: Int)
+    let sandbox: (host: String, port: Int)
+    let production: (host: String, port: Int)
+
+    init(_ listeners: [ListenerAddress]) {
+        func address(_ kind: ListenerAddress.Kind) -> (host: String, port: Int) {
+            let listener = listeners.first { $0.kind == kind }
+            let host = listener?.host ?? "127.0.0.1"
+            return (host == "0.0.0.0" ? "127.0.0.1" : host == "::" ? "::1" : host, listener?.port ?? 0)
+        }
+        apns = address(.apns)
+        sandbox = address(.channelManagement(.sandbox))
+        production = address(.channelManagement(.production))
+    }
+
+    func address(of target: ProxyRequest.Target) -> (host: String, port: Int) {
+        switch target {
+        case .apns: apns
+        case .channelManagement(.sandbox): sandbox
+        case .channelManagement(.production): production
+        }
+    }
+}
+
 /// A bound, serving APNs listener.
 public final class RunningAPNSListener: Sendable {
     /// The TLS listeners as bound (ports chosen where port 0 was configured), in start order.
@@ -194,6 +241,8 @@ public final class RunningAPNSListener: Sendable {
     private let logger: Logger
     private let stopped = Mutex(false)
     private let adminServer = Mutex<AdminServer?>(nil)
+    /// The CONNECT proxy's listening channel, when one is configured: closed first on shutdown.
+    private let proxy: (any Channel)?
 
     /// The admin listener, set once by ``APNSMockServer/start()``.
     var admin: AdminServer? {
@@ -220,7 +269,8 @@ public final class RunningAPNSListener: Sendable {
     public var ports: ListenerPorts {
         ListenerPorts(
             apns: port, apnsAdditional: additionalPorts, broadcastSandbox: broadcastSandboxPort,
-            broadcastProduction: broadcastProductionPort, admin: admin?.port)
+            broadcastProduction: broadcastProductionPort, admin: admin?.port,
+            proxy: listeners.first { $0.kind == .proxy }?.port)
     }
 
     /// False once ``shutdown()`` began.
@@ -236,8 +286,9 @@ public final class RunningAPNSListener: Sendable {
 
     init(
         listeners: [ListenerAddress], group: MultiThreadedEventLoopGroup, quiescers: [ServerQuiescingHelper],
-        connections: ConnectionRegistry, gracePeriod: TimeAmount, logger: Logger
+        connections: ConnectionRegistry, gracePeriod: TimeAmount, logger: Logger, proxy: (any Channel)? = nil
     ) {
+        self.proxy = proxy
         self.listeners = listeners
         self.group = group
         self.quiescers = Mutex(quiescers)
@@ -260,6 +311,8 @@ public final class RunningAPNSListener: Sendable {
         }
         guard !alreadyStopped else { return }
         await admin?.shutdown()
+        // No new tunnels; open ones end with the connections they carry.
+        try? await proxy?.close()
         logger.info("shutting down: GOAWAY to \(connections.open) connection(s)")
         // Everything here lives on one event loop, so that no callback hops to another loop that
         // may already have stopped when the group shuts down.

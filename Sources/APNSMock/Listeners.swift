@@ -13,6 +13,8 @@ public struct ListenerAddress: Sendable, Equatable {
         case apnsAdditional
         /// A channel-management listener (`broadcast.sandboxPort`, `broadcast.productionPort`).
         case channelManagement(APNSEnvironment)
+        /// The CONNECT proxy listener (`proxy.port`): plain HTTP/1.1, no TLS.
+        case proxy
     }
 
     public var kind: Kind
@@ -23,7 +25,7 @@ public struct ListenerAddress: Sendable, Equatable {
     /// The requests its connections serve.
     var role: ListenerRole {
         switch kind {
-        case .apns, .apnsAdditional: .apns
+        case .apns, .apnsAdditional, .proxy: .apns
         case .channelManagement(let environment): .channelManagement(environment)
         }
     }
@@ -34,6 +36,7 @@ public struct ListenerAddress: Sendable, Equatable {
         case .apns: "apns"
         case .apnsAdditional: "apns-\(port)"
         case .channelManagement(let environment): "channel-management-\(environment.rawValue)"
+        case .proxy: "proxy"
         }
     }
 
@@ -44,6 +47,7 @@ public struct ListenerAddress: Sendable, Equatable {
         case .apnsAdditional: "server.additionalPorts"
         case .channelManagement(.sandbox): "broadcast.sandboxPort"
         case .channelManagement(.production): "broadcast.productionPort"
+        case .proxy: "proxy.port"
         }
     }
 
@@ -68,13 +72,16 @@ public struct ListenerPorts: Sendable, Equatable, Codable {
     public var broadcastProduction: Int
     /// `nil` until the admin listener is bound.
     public var admin: Int?
+    /// The CONNECT proxy listener; `nil` when none is configured.
+    public var proxy: Int?
 
-    public init(apns: Int, apnsAdditional: [Int], broadcastSandbox: Int, broadcastProduction: Int, admin: Int?) {
+    public init(apns: Int, apnsAdditional: [Int], broadcastSandbox: Int, broadcastProduction: Int, admin: Int?, proxy: Int? = nil) {
         self.apns = apns
         self.apnsAdditional = apnsAdditional
         self.broadcastSandbox = broadcastSandbox
         self.broadcastProduction = broadcastProduction
         self.admin = admin
+        self.proxy = proxy
     }
 }
 

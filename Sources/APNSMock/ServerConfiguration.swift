@@ -64,6 +64,8 @@ public struct ServerConfiguration: Sendable {
     /// Broadcast push: the channel-management listeners, the channel limit, seeded channels and the
     /// mock's choices where Apple is silent (docs/broadcast.md).
     public var broadcast = BroadcastSettings()
+    /// The CONNECT proxy listener (`proxy`); off unless its port is set.
+    public var proxy = Configuration.Proxy()
 
     public init() {}
 
@@ -89,6 +91,7 @@ public struct ServerConfiguration: Sendable {
         faults = file.faults
         admin = AdminSettings(host: file.admin.host, port: file.admin.port, token: file.admin.token)
         broadcast = file.broadcast
+        proxy = file.proxy
         maxConnections = file.server.maxConnections ?? Configuration.Server.defaultMaxConnections
         requestTimeout = .seconds(Int64(file.server.requestTimeout))
         responseTimeout = .seconds(Int64(file.server.responseTimeout))

@@ -68,6 +68,19 @@ public struct Configuration: Sendable, Equatable {
         public init() {}
     }
 
+    /// The HTTP CONNECT proxy listener (plain HTTP/1.1): off unless `port` is set. It tunnels only
+    /// to Apple's push hosts, into the mock's own listeners, for clients that dial Apple's host
+    /// names and take a proxy but no other host (docs/configuration.md, "proxy").
+    public struct Proxy: Sendable, Equatable {
+        public var host = "127.0.0.1"
+        /// `nil`: no proxy listener. 0 picks a free port.
+        public var port: Int?
+        /// Tunnels open at once; past it a new connection is closed at once (RST).
+        public var maxConnections = 1024
+
+        public init() {}
+    }
+
     /// Certificate files for the APNs listener.
     public struct TLS: Sendable, Equatable {
         public var certificate = "certs/server.pem"
@@ -235,6 +248,7 @@ public struct Configuration: Sendable, Equatable {
     public var faults: [FaultRule] = []
     public var validation = Validation()
     public var broadcast = BroadcastSettings()
+    public var proxy = Proxy()
 
     /// The built-in defaults.
     public init() {}
@@ -290,7 +304,7 @@ extension Configuration {
         var configuration = Configuration()
         let fields = try root.mapping(allowing: [
             "server", "admin", "tls", "environment", "teams", "devices", "recording", "faults", "validation",
-            "broadcast",
+            "broadcast", "proxy",
         ])
         if let field = fields.optional("validation") {
             configuration.validation = try decodeValidation(field)
@@ -328,6 +342,14 @@ extension Configuration {
         }
         if let field = fields.optional("broadcast") {
             configuration.broadcast = try decodeBroadcast(field, configuration: configuration)
+        }
+        if let field = fields.optional("proxy") {
+            let proxy = try field.mapping(allowing: ["host", "port", "maxConnections"])
+            if let host = proxy.optional("host") { configuration.proxy.host = try host.nonEmptyString() }
+            if let port = proxy.optional("port") { configuration.proxy.port = try port.integer(in: portRange) }
+            if let limit = proxy.optional("maxConnections") {
+                configuration.proxy.maxConnections = try limit.integer(in: connectionRange)
+            }
         }
         return configuration
     }

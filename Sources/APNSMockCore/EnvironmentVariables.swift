@@ -71,6 +71,13 @@ public struct EnvironmentVariables: Sendable, Equatable {
         Variable("APNS_MOCK_BROADCAST_PRODUCTION_PORT", "broadcast.productionPort") { field, configuration throws(ConfigurationError) in
             configuration.broadcast.productionPort = try field.integer(in: Configuration.portRange)
         },
+        Variable("APNS_MOCK_PROXY_HOST", "proxy.host") { field, configuration throws(ConfigurationError) in
+            configuration.proxy.host = try field.nonEmptyString()
+        },
+        Variable("APNS_MOCK_PROXY_PORT", "proxy.port (the CONNECT proxy listener; unset: none)") {
+            field, configuration throws(ConfigurationError) in
+            configuration.proxy.port = try field.integer(in: Configuration.portRange)
+        },
         Variable("APNS_MOCK_ENVIRONMENT", "environment") { field, configuration throws(ConfigurationError) in
             configuration.environment = try field.oneOf(APNSEnvironment.self)
         },
@@ -258,6 +265,7 @@ extension Configuration {
             + server.additionalPorts.map { ("server.additionalPorts", $0) }
             + [("admin.port", admin.port), ("broadcast.sandboxPort", broadcast.sandboxPort),
                ("broadcast.productionPort", broadcast.productionPort)]
+            + (proxy.port.map { [("proxy.port", $0)] } ?? [])
         for (setting, port) in listeners where port != 0 {
             if let owner = owners[port] {
                 throw ConfigurationError(

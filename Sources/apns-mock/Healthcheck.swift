@@ -115,6 +115,9 @@ struct HealthAnswer: Sendable {
         if !ports.apnsAdditional.isEmpty {
             text += " apns-additional=" + ports.apnsAdditional.map(String.init).joined(separator: ",")
         }
+        if let proxy = ports.proxy {
+            text += " proxy=\(proxy)"
+        }
         return text
     }
 }

@@ -38,6 +38,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Channel-management listener port, production; 0 picks a free one (default 2196).")
     var broadcastProductionPort: Int?
 
+    @Option(help: "Port of the HTTP CONNECT proxy listener, which tunnels to Apple's push hosts only, into this mock (off by default; 0 picks a free one).")
+    var proxyPort: Int?
+
     @Option(help: "Directory of certificates and keys; missing ones are created (default ./certs).")
     var certs: String?
 
@@ -64,6 +67,7 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("--additional-port must be between 0 and 65535")
         }
         if let adminPort, !(0...65535).contains(adminPort) { throw ValidationError("--admin-port must be between 0 and 65535") }
+        if let proxyPort, !(0...65535).contains(proxyPort) { throw ValidationError("--proxy-port must be between 0 and 65535") }
         for (name, port) in [("--broadcast-sandbox-port", broadcastSandboxPort), ("--broadcast-production-port", broadcastProductionPort)] {
             if let port, !(0...65535).contains(port) { throw ValidationError("\(name) must be between 0 and 65535") }
         }
@@ -91,6 +95,7 @@ struct Serve: AsyncParsableCommand {
         if let broadcastHost { file.broadcast.host = broadcastHost }
         if let broadcastSandboxPort { file.broadcast.sandboxPort = broadcastSandboxPort }
         if let broadcastProductionPort { file.broadcast.productionPort = broadcastProductionPort }
+        if let proxyPort { file.proxy.port = proxyPort }
         if let environment = self.environment { file.environment = environment }
         do {
             try file.checkListenerPorts()
@@ -213,6 +218,9 @@ enum ListeningLine {
             + " broadcast-sandbox=\(ports.broadcastSandbox) broadcast-production=\(ports.broadcastProduction)"
         if !ports.apnsAdditional.isEmpty {
             line += " apns-additional=" + ports.apnsAdditional.map(String.init).joined(separator: ",")
+        }
+        if let proxy = ports.proxy {
+            line += " proxy=\(proxy)"
         }
         return line
     }

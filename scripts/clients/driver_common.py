@@ -38,6 +38,8 @@ def parse_arguments(description):
     parser.add_argument("--topic", default="com.example.app")
     parser.add_argument("--device", action="append", required=True, help="a device token (repeatable)")
     parser.add_argument("--timeout", type=float, default=30)
+    parser.add_argument("--proxy", help="reach Apple's hosts through this HTTP proxy (the mock's CONNECT listener), "
+                                        "as the client's own proxy support does it, instead of the redirect")
     args = parser.parse_args()
     # A client that hangs ends the process (and so the test's wait) instead of blocking forever.
     signal.alarm(int(args.timeout) + 1)
@@ -76,6 +78,19 @@ def redirect_apple_hosts(port):
     socket.getaddrinfo = getaddrinfo
     socket.socket.connect = lambda self, address: real_connect(self, forwarded(address))
     socket.socket.connect_ex = lambda self, address: real_connect_ex(self, forwarded(address))
+
+
+def reach_apple_hosts(args):
+    """How a client that dials Apple's host names reaches the mock: through ``--proxy`` with the
+    proxy support the client has (httpx and httpx2 read ``HTTPS_PROXY``: they send
+    ``CONNECT api.development.push.apple.com:443``, and TLS with Apple's host name goes through the
+    tunnel), or else through the process-local redirect (``redirect_apple_hosts``)."""
+    if args.proxy:
+        os.environ["HTTPS_PROXY"] = args.proxy
+        os.environ.pop("NO_PROXY", None)
+        os.environ.pop("no_proxy", None)
+    else:
+        redirect_apple_hosts(args.port)
 
 
 def trust_ca_through_environment(ca):

@@ -3,7 +3,8 @@ driver_common for the interface).
 
 kalyke has no host, port or CA option: it posts to https://api.sandbox.push.apple.com (port 443)
 with httpx2's default TLS context. So the driver resolves Apple's names to the mock
-(driver_common.redirect_apple_hosts) and trusts the mock's CA through SSL_CERT_FILE, which
+(driver_common.redirect_apple_hosts; or the mock's CONNECT proxy with --proxy, through
+HTTPS_PROXY, which httpx2 honours) and trusts the mock's CA through SSL_CERT_FILE, which
 httpx2 reads. Token auth: ApnsClient (its `iat` is a string of digits). Certificate auth:
 VoIPCertificateClient, VoIP pushes only (topic <bundle>.voip). Every push opens a new
 connection; success returns the apns-id; errors surface as exceptions named after the reason
@@ -43,7 +44,7 @@ async def run(args):
 
 def main():
     args = common.parse_arguments(__doc__)
-    common.redirect_apple_hosts(args.port)
+    common.reach_apple_hosts(args)
     common.trust_ca_through_environment(args.ca)
     results = asyncio.run(asyncio.wait_for(run(args), timeout=args.timeout))
     common.emit("kalyke", "kalyke-apns", args, results)

@@ -157,6 +157,9 @@ struct ClientDriver {
     var scenario: String
     var auth: ClientAuth
     var devices: [String]
+    /// The mock's CONNECT proxy port: clients that dial Apple's hosts go through it with their own
+    /// proxy support instead of the driver's redirect.
+    var proxyPort: Int? = nil
 
     func run(against mock: some MockEndpoints) async throws -> DriverReport {
         let certificate = mock.certificates.clientCertificatePaths(for: Self.bundleID)
@@ -171,6 +174,7 @@ struct ClientDriver {
         var arguments = ["--port", "\(mock.apnsPort)", "--ca", mock.caPath, "--scenario", scenario, "--topic", Self.bundleID,
                          "--timeout", "30"] + Self.credentialArguments(auth, mock: mock)
         arguments += devices.flatMap { ["--device", $0] }
+        if let proxyPort { arguments += ["--proxy", "http://127.0.0.1:\(proxyPort)"] }
         let (program, prefix) = try await Self.command(for: client)
         let output = try await ExternalTool.run(program, prefix + arguments)
         guard output.exitCode == 0 else {
