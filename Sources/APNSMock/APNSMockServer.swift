@@ -170,7 +170,7 @@ extension APNSMockServer {
                     }
                     MemoryReturn.shared.connectionOpened()
                     var connectionLogger = logger
-                    connectionLogger[metadataKey: "connection"] = "\(id)"
+                    connectionLogger[metadataKey: "connection"] = "\(router.state.connectionNumber(of: id))"
                     let connection: APNSConnection
                     do {
                         connection = try APNSConnection(

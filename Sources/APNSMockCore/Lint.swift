@@ -27,6 +27,11 @@ public struct LintFinding: Sendable, Equatable, Hashable {
         case duplicateKey = "duplicate-key"
         /// No `aps` dictionary, for a push type whose payload needs one.
         case missingAPS = "missing-aps"
+        /// No `aps`, but request fields (`topic`, `priority`, `expiration`…) at the top level: a
+        /// client's request object serialised as the body (one library sends that for several
+        /// push types); Apple takes these as headers, and the payload carries none of them. Flagged
+        /// for every push type, those whose payload is otherwise ignored included.
+        case requestFieldsInPayload = "request-fields-in-payload"
         /// `aps` is present but not an object.
         case apsNotAnObject = "aps-not-an-object"
         /// A key inside `aps` that Apple does not define; custom data belongs outside `aps`.
@@ -126,6 +131,13 @@ public enum Lint {
 
     private static let knownAPSKeyBytes: [[UInt8]] = knownAPSKeys.map { Array($0.utf8) }
 
+    /// Names a client's request object gives its header fields, looked for at a payload's top level
+    /// when it has no `aps` (``LintFinding/Code/requestFieldsInPayload``).
+    static let requestFieldNames: [StaticString] = [
+        "topic", "priority", "expiration", "pushType", "push-type", "collapseId", "collapse-id", "apnsId", "apns-id",
+        "deviceToken", "device-token",
+    ]
+
     /// Every finding for `payload` sent as `pushType` (`nil` when the type is unknown: only the
     /// type-independent checks run).
     public static func findings(payload: [UInt8], pushType: PushType?) -> [LintFinding] {
@@ -153,6 +165,13 @@ public enum Lint {
         guard let aps = tape.member(root, "aps") else {
             if pushType?.expectsAPSDictionary ?? true {
                 findings.append(LintFinding(.missingAPS, "payload has no \"aps\" dictionary"))
+            }
+            let fields = requestFieldNames.filter { tape.member(root, $0) != nil }
+            if !fields.isEmpty {
+                findings.append(LintFinding(
+                    .requestFieldsInPayload,
+                    "payload has no \"aps\" but has request fields at its top level (\(fields.map(\.description).joined(separator: ", "))):"
+                        + " a serialised request object? Apple takes these as headers (apns-topic, apns-priority, …)"))
             }
             return findings
         }

@@ -26,6 +26,14 @@ let lintRows: [LintRow] = [
     LintRow(#"[1,2]"#, .alert, [.notAnObject]),
     LintRow(#""aps""#, .alert, [.notAnObject]),
     LintRow(#"{"custom":1}"#, .alert, [.missingAPS]),
+    // A request object serialised as the body: flagged whatever the push type, even where the
+    // payload is otherwise ignored (location, file provider).
+    LintRow(#"{"priority":{"rawValue":10},"topic":"com.example.app.location-query"}"#, .location, [.requestFieldsInPayload]),
+    LintRow(#"{"priority":{"rawValue":10},"topic":"com.example.app.pushkit.fileprovider"}"#, .fileprovider, [.requestFieldsInPayload]),
+    LintRow(#"{"priority":{"rawValue":10},"topic":"com.example.app"}"#, .alert, [.missingAPS, .requestFieldsInPayload]),
+    LintRow(#"{}"#, .location, []),
+    LintRow(#"{"custom":1}"#, .fileprovider, []),
+    LintRow(#"{"aps":{"alert":"x"},"priority":"high"}"#, .alert, []),
     LintRow(#"{"aps":1}"#, .alert, [.apsNotAnObject]),
     LintRow(#"{"aps":{"alert":"hi","colour":"red"}}"#, .alert, [.unknownAPSKey]),
     LintRow(#"{"aps":{"alert":"a","alert":"b"}}"#, .alert, [.duplicateKey]),

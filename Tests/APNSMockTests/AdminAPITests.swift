@@ -19,6 +19,26 @@ struct AdminAPITests {
 
     // MARK: Recording and queries
 
+    /// Records number connections as fault rules do: since start or the last reset, from 1, so
+    /// a rule's `match.connection` and a record's `connectionId` name the same connection.
+    @Test func recordsAndFaultRulesNumberConnectionsAlike() async throws {
+        try await MockHarness.withRunningMock { mock in
+            let url = "\(mock.baseURL)/3/device/\(Self.token)"
+            for _ in 0..<3 { _ = try await Curl.send(url: url, caPath: mock.caPath) }
+            let before = try await mock.admin.notifications().notifications.map(\.connectionId)
+            #expect(before == [1, 2, 3])
+            try await mock.admin.reset()
+            try await mock.admin.addFault(json: #"{"match":{"connection":2},"respond":{"reason":"ServiceUnavailable"}}"#)
+                .expect([201])
+            var statuses: [Int] = []
+            for _ in 0..<3 { statuses.append(try await Curl.send(url: url, caPath: mock.caPath).status) }
+            #expect(statuses == [200, 503, 200])
+            let after = try await mock.admin.notifications(RecordQuery(outcome: .all)).notifications
+            #expect(after.map(\.connectionId) == [1, 2, 3])
+            #expect(after.first { $0.connectionId == 2 }?.reason == "ServiceUnavailable")
+        }
+    }
+
     @Test func recordsAcceptedAndRejectedRequests() async throws {
         try await MockHarness.withRunningMock { mock in
             let accepted = try await Self.push(mock, headers: ["apns-topic": "com.example.app", "apns-collapse-id": "c1"])

@@ -71,10 +71,12 @@ final class APNSConnection {
         self.tls = try TLSConnection(context: tlsContext)
         self.settings = settings
         self.router = router
+        // Logs, records and fault rules name a connection by one number: its number since start or
+        // the last reset (`match.connection` counts the same way).
+        let number = router.state.connectionNumber(of: id)
         self.logger = logger
-        self.logger[metadataKey: "connection"] = "\(id)"
-        self.context = ConnectionContext(
-            connectionID: id, connectionNumber: router.state.connectionNumber(of: id), sniEnvironment: nil)
+        self.logger[metadataKey: "connection"] = "\(number)"
+        self.context = ConnectionContext(connectionID: id, connectionNumber: number, sniEnvironment: nil)
         self.requestState = ConnectionState(state: router.state)
     }
 
@@ -400,7 +402,7 @@ extension APNSConnection: HTTP2SessionDelegate {
             refusedInRead[index].lastStreamId = max(refusedInRead[index].lastStreamId, id)
         } else {
             refusedInRead.append(RefusedStreamsNotice(
-                connectionId: self.id, cause: cause, count: 1, firstStreamId: id, lastStreamId: id,
+                connectionId: UInt64(context.connectionNumber), cause: cause, count: 1, firstStreamId: id, lastStreamId: id,
                 limit: streamLimit, at: Timestamp.rfc3339(milliseconds: MockClock.wallMilliseconds())))
         }
     }

@@ -100,7 +100,7 @@ struct Recorder: Sendable {
                             lint: $0.lint)
                     }
                 },
-                environment: verdict.environment, auth: verdict.auth, connectionID: context.connectionID)
+                environment: verdict.environment, auth: verdict.auth, connectionID: UInt64(context.connectionNumber))
             let path = request.path, apnsIDHeader = request.apnsID, apnsID = verdict.response.apnsID
             let uniqueID = answer.response == nil ? nil : verdict.response.uniqueID
             let isInjected = injected != nil, action = injected?.action
@@ -214,7 +214,7 @@ struct Recorder: Sendable {
             let receivedAt = connection.readTime()
             let shape = connection.broadcastSideShape(
                 for: request, interpreted: interpreted, environment: environment, auth: auth,
-                connectionID: context.connectionID)
+                connectionID: UInt64(context.connectionNumber))
             let path = request.path, apnsIDHeader = request.apnsID, requestID = response.requestID
             let uniqueID = answer.response == nil ? nil : response.uniqueID
             let details = connection.broadcastDetails(kind: kind, bundleID: bundleID, channelID: channelID, operation: operation)
@@ -244,7 +244,7 @@ struct Recorder: Sendable {
             logger.info(
                 "rejected request",
                 metadata: [
-                    "connection": "\(context.connectionID)",
+                    "connection": "\(context.connectionNumber)",
                     "stream": "\(streamID)",
                     kind == .device ? "apns-id" : "apns-request-id": "\(id())",
                     "status": "\(rejection.status)",
