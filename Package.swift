@@ -66,7 +66,10 @@ let package = Package(
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Atomics", package: "swift-atomics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
-            ]
+            ],
+            // The admin API's OpenAPI document, served at /v1/openapi.json: compiled into the
+            // binary (no bundle beside it), so the container image and a copied binary serve it too.
+            resources: [.embedInCode("Admin/openapi.json")]
         ),
         .target(
             name: "APNSMockTesting",

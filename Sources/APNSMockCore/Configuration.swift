@@ -701,6 +701,9 @@ extension DeviceEntry {
         var timestamp: Int64?
         if let at = fields.optional("unregisteredAt") {
             if let milliseconds = at.node.wholeNumber {
+                guard milliseconds >= 0 else {
+                    throw at.error(.invalidValue, "\(milliseconds) is before 1970: expected milliseconds since the epoch, or an RFC 3339 time")
+                }
                 timestamp = Int64(milliseconds)
             } else {
                 let text = try at.string()

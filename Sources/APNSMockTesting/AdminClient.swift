@@ -82,23 +82,138 @@ public struct AdminClient: Sendable {
         try await request("POST", "/v1/reset").expect([204])
     }
 
+    // MARK: The same operations as the Python, Node and Go clients (clients/)
+
+    /// `GET /v1/notifications/wait`: the `count` matching records, or ``WaitTimeout`` (with what
+    /// did match) when `timeout` seconds pass first.
+    public func waitFor(_ query: RecordQuery = RecordQuery(), count: Int = 1, timeout: Double = 5) async throws -> [NotificationRecord] {
+        let (page, timedOut) = try await wait(query, count: count, timeout: timeout)
+        if timedOut { throw WaitTimeout(expected: count, records: page.notifications, timeout: timeout) }
+        return page.notifications
+    }
+
+    /// `GET /v1/events`: the records (and `skipped`, `refused-streams` notices) as they are stored.
+    /// Returns once the mock has subscribed the stream, so what is pushed afterwards arrives on it;
+    /// ending the iteration (or dropping the stream) closes the connection.
+    public func events(_ query: RecordQuery = RecordQuery(), maxRate: Int? = nil, lastEventID: UInt64? = nil) async throws -> AdminEventStream {
+        var items = query.parameters
+        if let maxRate { items.append(("maxRate", String(maxRate))) }
+        var request = try urlRequest("GET", "/v1/events", query: items, body: nil)
+        if let lastEventID { request.setValue(String(lastEventID), forHTTPHeaderField: "Last-Event-ID") }
+        return try await AdminEventStream.open(request)
+    }
+
+    /// `POST /v1/faults` with a list of rules (JSON array): all are added, or none.
+    public func addFaults(json: String) async throws -> [FaultView] {
+        try await request("POST", "/v1/faults", body: Data(json.utf8)).decode(FaultList.self, expecting: [201]).faults
+    }
+
+    /// `DELETE /v1/faults/{id}`.
+    public func removeFault(id: String) async throws {
+        try await request("DELETE", "/v1/faults/" + Self.segment(id)).expect([204])
+    }
+
+    /// `DELETE /v1/faults`.
+    public func clearFaults() async throws {
+        try await request("DELETE", "/v1/faults").expect([204])
+    }
+
+    /// `POST /v1/devices`: registers (or replaces) a device.
+    @discardableResult
+    public func registerDevice(token: String, topic: String? = nil, environment: String? = nil) async throws -> DeviceView {
+        var body: [String: String] = ["token": token]
+        body["topic"] = topic
+        body["environment"] = environment
+        return try await request("POST", "/v1/devices", body: JSONEncoder().encode(body)).decode(DeviceView.self, expecting: [200, 201])
+    }
+
+    /// `POST /v1/devices/{token}/unregister`: from now on the token gets 410 with `reason`
+    /// (`Unregistered` by default, or `ExpiredToken`) and `timestamp` (milliseconds; default now).
+    @discardableResult
+    public func unregisterDevice(token: String, reason: String? = nil, timestamp: Int64? = nil) async throws -> DeviceView {
+        struct Body: Encodable {
+            var reason: String?
+            var timestamp: Int64?
+        }
+        let body = try JSONEncoder().encode(Body(reason: reason, timestamp: timestamp))
+        return try await request("POST", "/v1/devices/\(Self.segment(token))/unregister", body: body).decode(DeviceView.self)
+    }
+
+    /// `DELETE /v1/devices/{token}`.
+    public func removeDevice(token: String) async throws {
+        try await request("DELETE", "/v1/devices/" + Self.segment(token)).expect([204])
+    }
+
+    /// `GET /v1/channels`.
+    public func channels(bundleId: String? = nil, environment: String? = nil) async throws -> [ChannelView] {
+        var items: [(String, String)] = []
+        if let bundleId { items.append(("bundleId", bundleId)) }
+        if let environment { items.append(("environment", environment)) }
+        return try await request("GET", "/v1/channels", query: items).decode(ChannelList.self).channels
+    }
+
+    /// `POST /v1/channels`: a broadcast channel (its ID generated unless given).
+    @discardableResult
+    public func createChannel(
+        bundleId: String, environment: String? = nil, channelId: String? = nil, messageStoragePolicy: Int? = nil
+    ) async throws -> ChannelView {
+        struct Body: Encodable {
+            var bundleId: String
+            var environment: String?
+            var channelId: String?
+            var messageStoragePolicy: Int?
+        }
+        let body = try JSONEncoder().encode(
+            Body(bundleId: bundleId, environment: environment, channelId: channelId, messageStoragePolicy: messageStoragePolicy))
+        return try await request("POST", "/v1/channels", body: body).decode(ChannelView.self, expecting: [201])
+    }
+
+    /// `DELETE /v1/channels/{channelId}` (percent-encoded here).
+    public func deleteChannel(id: String) async throws {
+        try await request("DELETE", "/v1/channels/" + Self.segment(id)).expect([204])
+    }
+
+    /// `GET /v1/clock`.
+    public func clock() async throws -> ClockView {
+        try await request("GET", "/v1/clock").decode(ClockView.self)
+    }
+
+    /// `POST /v1/clock {"advanceSeconds": N}`: moves the mock's time forward.
+    @discardableResult
+    public func advanceClock(seconds: Int64) async throws -> ClockView {
+        try await request("POST", "/v1/clock", body: Data(#"{"advanceSeconds":\#(seconds)}"#.utf8)).decode(ClockView.self)
+    }
+
+    /// `GET /v1/reasons`.
+    public func reasons() async throws -> [ReasonView] {
+        try await request("GET", "/v1/reasons").decode(ReasonList.self).reasons
+    }
+
+    /// `GET /metrics`: Prometheus text.
+    public func metrics() async throws -> String {
+        let response = try await request("GET", "/metrics")
+        try response.expect([200])
+        return String(decoding: response.body, as: UTF8.self)
+    }
+
+    /// `GET /v1/openapi.json`: the admin API's OpenAPI 3.1 document.
+    public func openAPIDocument() async throws -> Data {
+        let response = try await request("GET", "/v1/openapi.json")
+        try response.expect([200])
+        return response.body
+    }
+
+    static func segment(_ value: String) -> String {
+        var allowed = CharacterSet.urlPathAllowed
+        allowed.remove(charactersIn: "/+")
+        return value.addingPercentEncoding(withAllowedCharacters: allowed) ?? value
+    }
+
     /// Any admin request, for what has no typed helper.
     public func request(
         _ method: String, _ path: String, query: [(String, String)] = [], body: Data? = nil
     ) async throws -> AdminResponse {
-        guard var components = URLComponents(string: baseURL + path) else { throw AdminClientError("bad URL \(baseURL)\(path)") }
-        if !query.isEmpty {
-            components.queryItems = query.map { URLQueryItem(name: $0.0, value: $0.1) }
-        }
-        guard let url = components.url else { throw AdminClientError("bad URL \(baseURL)\(path)") }
-        var request = URLRequest(url: url)
-        request.httpMethod = method
-        request.timeoutInterval = 330
-        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
-        if let body {
-            request.httpBody = body
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        }
+        let request = try urlRequest(method, path, query: query, body: body)
         let (data, response): (Data, URLResponse) = try await withCheckedThrowingContinuation { continuation in
             URLSession.shared.dataTask(with: request) { data, response, error in
                 if let error {
@@ -112,6 +227,39 @@ public struct AdminClient: Sendable {
         }
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0
         return AdminResponse(status: status, body: data)
+    }
+
+    func urlRequest(_ method: String, _ path: String, query: [(String, String)], body: Data?) throws -> URLRequest {
+        guard var components = URLComponents(string: baseURL + path) else { throw AdminClientError("bad URL \(baseURL)\(path)") }
+        if !query.isEmpty {
+            components.queryItems = query.map { URLQueryItem(name: $0.0, value: $0.1) }
+        }
+        guard let url = components.url else { throw AdminClientError("bad URL \(baseURL)\(path)") }
+        var request = URLRequest(url: url)
+        request.httpMethod = method
+        request.timeoutInterval = 330
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        if let body {
+            request.httpBody = body
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        }
+        return request
+    }
+}
+
+/// ``AdminClient/waitFor(_:count:timeout:)`` timed out: `matched` of `expected` records arrived.
+public struct WaitTimeout: Error, CustomStringConvertible {
+    public var expected: Int
+    public var records: [NotificationRecord]
+    public var timeout: Double
+    public var matched: Int { records.count }
+
+    public var description: String {
+        let shown = records.suffix(5).map { record in
+            let outcome = record.status.map(String.init) ?? record.action ?? "no answer"
+            return "#\(record.seq) \(outcome)\(record.reason.map { " " + $0 } ?? "") token=\(record.token?.prefix(12) ?? "-")… topic=\(record.topic ?? "-")"
+        }
+        return "waited \(timeout) s for \(expected) notification(s): \(matched) arrived (last seen: \(shown.isEmpty ? "none" : shown.joined(separator: "; ")))"
     }
 }
 
@@ -144,12 +292,26 @@ public struct AdminResponse: Sendable {
 
     public func expect(_ statuses: Set<Int>) throws {
         guard statuses.contains(status) else {
-            throw AdminClientError("admin API answered \(status): \(String(decoding: body, as: UTF8.self))")
+            throw AdminClientError(status: status, message: error ?? String(decoding: body, as: UTF8.self))
         }
     }
 }
 
+/// An admin answer outside the expected statuses (`status`, and the server's `message` intact:
+/// `"advanceSeconds: expected …"`), or a failure to reach the API (`status` nil).
 public struct AdminClientError: Error, CustomStringConvertible {
-    public var description: String
-    init(_ description: String) { self.description = description }
+    public var status: Int?
+    public var message: String
+    public var description: String {
+        status.map { "admin API answered \($0): \(message)" } ?? message
+    }
+
+    init(_ message: String) {
+        self.message = message
+    }
+
+    init(status: Int, message: String) {
+        self.status = status
+        self.message = message
+    }
 }

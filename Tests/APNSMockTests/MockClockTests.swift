@@ -11,8 +11,8 @@ import Testing
 struct MockClockTests {
     static let device = String(repeating: "c7", count: 32)
 
-    static func clock(_ mock: RunningMock) async throws -> AdminAPI.ClockView {
-        try await mock.admin.request("GET", "/v1/clock").decode(AdminAPI.ClockView.self)
+    static func clock(_ mock: RunningMock) async throws -> ClockView {
+        try await mock.admin.request("GET", "/v1/clock").decode(ClockView.self)
     }
 
     static func advance(_ mock: RunningMock, _ body: String) async throws -> AdminResponse {
@@ -36,7 +36,7 @@ struct MockClockTests {
             let url = "\(mock.baseURL)/3/device/\(Self.device)"
             #expect(try await Curl.send(url: url, caPath: mock.caPath, authorization: held).status == 200)
 
-            let moved = try await Self.advance(mock, #"{"advanceSeconds":3601}"#).decode(AdminAPI.ClockView.self)
+            let moved = try await Self.advance(mock, #"{"advanceSeconds":3601}"#).decode(ClockView.self)
             #expect(moved.offsetSeconds == 3601)
             let mockNow = try #require(Timestamp.milliseconds(rfc3339: moved.now))
             let wall = try #require(Timestamp.milliseconds(rfc3339: moved.wallClock))

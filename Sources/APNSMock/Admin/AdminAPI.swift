@@ -33,12 +33,18 @@ struct AdminAPI: Sendable {
     func router() -> Router<Context> {
         let router = Router(context: Context.self)
         let api = self
+        router.add(middleware: AdminErrorMiddleware())
         router.add(middleware: BearerTokenMiddleware(token: token))
         router.get("/healthz") { _, _ in
             if case .ok = api.health() { return Self.json(.ok, ["status": "ok"]) }
             return Self.json(.serviceUnavailable, ["status": "apns listener down"])
         }
         router.get("/v1/health") { _, _ in api.healthDocument() }
+        router.get("/v1/openapi.json") { _, _ in
+            Response(
+                status: .ok, headers: [.contentType: "application/json"],
+                body: .init(byteBuffer: ByteBuffer(bytes: OpenAPIDocument.bytes)))
+        }
         router.get("/v1/ca.pem") { _, _ in
             guard let pem = api.caCertificatePEM else {
                 return Self.error(.notFound, "ca: this mock serves a certificate it did not issue (tls.certificate), so it has no CA to offer")
@@ -93,6 +99,12 @@ struct AdminAPI: Sendable {
             return Response(status: .noContent)
         }
         return router
+    }
+
+    /// Every route the router serves, as `METHOD /path` with Hummingbird's `:name` parameters
+    /// (AdminAPIContractTests holds them against the OpenAPI document).
+    func routeDescriptions() -> [String] {
+        router().routes.map { "\($0.method) \($0.path)" }
     }
 
     // MARK: Health
@@ -216,7 +228,8 @@ struct AdminAPI: Sendable {
                 return Self.error(.badRequest, "body: not JSON: \(error)")
             }
             guard let members = body.members else { return Self.error(.badRequest, "body: expected an object") }
-            for member in members {
+            // As everywhere in admin bodies, a null field is an absent one.
+            for member in members where !member.value.isNull {
                 switch member.key {
                 case "timestamp":
                     if let milliseconds = member.value.integerValue, milliseconds >= 0 {
@@ -245,15 +258,6 @@ struct AdminAPI: Sendable {
     }
 
     // MARK: Clock
-
-    /// What `/v1/clock` answers: how far the mock's time runs ahead, and the time itself.
-    struct ClockView: Codable, Sendable, Equatable {
-        var offsetSeconds: Int64
-        /// The mock's time, RFC 3339 with milliseconds.
-        var now: String
-        /// The wall clock, for comparison.
-        var wallClock: String
-    }
 
     func clockView() -> ClockView {
         let wall = MockClock.wallMilliseconds(), offset = state.clock.offsetSeconds
@@ -373,11 +377,12 @@ struct BearerTokenMiddleware<Context: Hummingbird.RequestContext>: RouterMiddlew
     let token: String?
 
     /// Paths answered without the token.
-    static var open: Set<String> { ["/v1/health", "/healthz"] }
+    static var open: Set<String> { ["/v1/health", "/healthz", "/v1/openapi.json"] }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         // Health probes (a container's HEALTHCHECK, `apns-mock healthcheck`, an orchestrator)
-        // carry no credentials; the answer holds nothing but listener ports.
+        // carry no credentials; the answer holds nothing but listener ports. The OpenAPI document
+        // holds no data either, and API tooling reads it before it knows about tokens.
         guard let token, !Self.open.contains(request.uri.path) else { return try await next(request, context) }
         let expected = "Bearer " + token
         guard let sent = request.headers[.authorization], sent == expected else {

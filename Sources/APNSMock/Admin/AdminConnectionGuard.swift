@@ -3,6 +3,7 @@ import HummingbirdCore
 import Logging
 import NIOCore
 import NIOHTTPTypes
+import Synchronization
 
 /// The admin listener's timeouts (docs/architecture.md, "Limits and defences").
 struct AdminTimeouts: Sendable {
@@ -48,7 +49,7 @@ struct GuardedHTTP1Channel: ServerChildChannel {
             let clock = AdminConnectionClock(channel: channel, timeouts: timeouts, logger: logger)
             let pipeline = channel.pipeline.syncOperations
             // Bytes first, before the HTTP decoder: a request starts with its first byte.
-            try pipeline.addHandler(AdminBytesWatcher(clock: clock), position: .first)
+            try pipeline.addHandler(AdminBytesWatcher(clock: clock, peer: AdminPeer()), position: .first)
             // Request and response parts, after the decoder (where Hummingbird keeps its own
             // connection-state handler).
             let state = try pipeline.handler(type: HTTPConnectionStateHandler.self)
@@ -64,7 +65,12 @@ struct GuardedHTTP1Channel: ServerChildChannel {
     }
 
     func handle(value: Value, logger: Logger) async {
-        await inner.handle(value: value, logger: logger)
+        // The connection's AdminPeer, for the responses (event streams) that must stop when the
+        // client goes rather than at their next write.
+        let peer = try? await value.channel.pipeline.handler(type: AdminBytesWatcher.self).map(\.peer).get()
+        await AdminPeer.$current.withValue(peer) {
+            await inner.handle(value: value, logger: logger)
+        }
     }
 }
 
@@ -125,14 +131,62 @@ final class AdminConnectionClock {
     }
 }
 
-/// Sees the raw bytes: the first byte of a request starts the request timeout.
+/// Whether an admin connection's client has gone: its input closed (the listener allows half
+/// closure, so a client's close is first an end of input) or the connection closed. An event
+/// stream waits for records, not for the socket, and would notice only at its next write (up to a
+/// keep-alive later) while holding one of the 64 stream places; it asks to be woken instead.
+final class AdminPeer: Sendable {
+    private struct State {
+        var gone = false
+        var onGone: (@Sendable () -> Void)?
+    }
+
+    private let state = Mutex(State())
+
+    /// The peer of the connection whose request the current task is handling.
+    @TaskLocal static var current: AdminPeer?
+
+    var isGone: Bool { state.withLock(\.gone) }
+
+    /// Runs `action` once when the client goes (at once if it has); replaces the previous action.
+    /// One response at a time is written on an HTTP/1 connection, so one slot is enough.
+    func whenGone(_ action: (@Sendable () -> Void)?) {
+        let runNow = state.withLock { state -> Bool in
+            if state.gone { return true }
+            state.onGone = action
+            return false
+        }
+        if runNow { action?() }
+    }
+
+    func markGone() {
+        state.withLock { state -> (@Sendable () -> Void)? in
+            guard !state.gone else { return nil }
+            state.gone = true
+            defer { state.onGone = nil }
+            return state.onGone
+        }?()
+    }
+}
+
+/// Sees the raw bytes: the first byte of a request starts the request timeout; the end of input
+/// or of the connection marks the peer gone.
 private final class AdminBytesWatcher: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
     let clock: AdminConnectionClock
+    let peer: AdminPeer
 
-    init(clock: AdminConnectionClock) {
+    init(clock: AdminConnectionClock, peer: AdminPeer) {
         self.clock = clock
+        self.peer = peer
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let event = event as? ChannelEvent, event == .inputClosed {
+            peer.markGone()
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -144,11 +198,13 @@ private final class AdminBytesWatcher: ChannelInboundHandler, RemovableChannelHa
 
     func channelInactive(context: ChannelHandlerContext) {
         clock.stop()
+        peer.markGone()
         context.fireChannelInactive()
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
         clock.stop()
+        peer.markGone()
     }
 }
 

@@ -41,6 +41,8 @@ public struct FaultView: Codable, Sendable, Equatable {
         public var pushType: String?
         public var kind: String?
         public var channelId: String?
+        public var connection: Int?
+        public var afterRequests: Int?
     }
 
     public struct Respond: Codable, Sendable, Equatable {
@@ -56,6 +58,10 @@ public struct FaultView: Codable, Sendable, Equatable {
     public var delayMs: Int
     public var times: Int?
     public var probability: Double
+    /// `shrink-streams`: the connection's new MAX_CONCURRENT_STREAMS.
+    public var maxConcurrentStreams: Int?
+    /// `shrink-streams`, `ignore-pings`: how long the action lasts.
+    public var durationMs: Int?
     public var remaining: Int?
     public var applied: Int
 
@@ -64,12 +70,15 @@ public struct FaultView: Codable, Sendable, Equatable {
         id = entry.id
         match = Match(
             token: rule.match.token, topic: rule.match.topic, pushType: rule.match.pushType?.rawValue,
-            kind: rule.match.kind?.rawValue, channelId: rule.match.channelId)
+            kind: rule.match.kind?.rawValue, channelId: rule.match.channelId,
+            connection: rule.match.connection, afterRequests: rule.match.afterRequests)
         respond = rule.respond.map { Respond(status: $0.status, reason: $0.wireReason, timestamp: $0.timestamp) }
         action = rule.action?.rawValue
         delayMs = rule.delayMs
         times = rule.times
         probability = rule.probability
+        maxConcurrentStreams = rule.maxConcurrentStreams
+        durationMs = rule.durationMs
         remaining = entry.remaining
         applied = entry.applied
     }
@@ -133,4 +142,13 @@ public struct ChannelView: Codable, Sendable, Equatable {
 /// `GET /v1/channels`.
 public struct ChannelList: Codable, Sendable {
     public var channels: [ChannelView]
+}
+
+/// `GET /v1/clock`, `POST /v1/clock`: how far the mock's time runs ahead, and the time itself.
+public struct ClockView: Codable, Sendable, Equatable {
+    public var offsetSeconds: Int64
+    /// The mock's time, RFC 3339 with milliseconds.
+    public var now: String
+    /// The wall clock, for comparison.
+    public var wallClock: String
 }

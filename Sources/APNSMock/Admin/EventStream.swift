@@ -102,6 +102,10 @@ struct EventStreamWriter: Sendable {
         let since = request.resumeAfter ?? records.lastSeq
         let threshold = records.subscribe(subscription, after: since)
         defer { records.unsubscribe(subscription) }
+        // A client that goes away ends the stream now, not at the next write.
+        let peer = AdminPeer.current
+        peer?.whenGone { subscription.wake() }
+        defer { peer?.whenGone(nil) }
         var state = State(limit: request.limit, maxRate: request.maxRate)
 
         // Opens the stream at once, so that a client knows it is subscribed; `retry` is how long
@@ -131,6 +135,7 @@ struct EventStreamWriter: Sendable {
                 deadline = min(deadline, state.lastSkipReport + EventStreams.skipReportInterval)
             }
             await subscription.waitUntilReady(deadline: deadline)
+            if peer?.isGone == true { return }
             let batch = subscription.take()
             if !batch.notices.isEmpty {
                 var buffer = ByteBuffer()

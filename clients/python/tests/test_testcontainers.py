@@ -67,7 +67,7 @@ def test_own_team_and_key(docker_host, image):
         refused = push_with_aioapns(mock, pem, "d3" * 32, "not ours")
         assert str(refused.status) == "400" and refused.description == "TopicDisallowed"
 
-        records = mock.notifications(token=device)
+        records = mock.admin().wait_for(token=device, count=1, timeout=5)  # the admin token is sent
         auth = records[0]["auth"]
         assert (auth["method"], auth["teamId"], auth["keyId"]) == ("token", "TEAMTC0001", "KEYTC00001")
         assert records[0]["environment"] == "production"

@@ -191,6 +191,12 @@ class ApnsMockContainer(DockerContainer):
         except urllib.error.HTTPError as error:
             return error.code, error.read()
 
+    def admin(self):
+        """An :class:`apns_mock.AdminClient` of this container's admin API (waits, faults, …)."""
+        from .admin import AdminClient
+
+        return AdminClient(self.admin_url, token=self.admin_token)
+
     def notifications(self, **query) -> list:
         """`GET /v1/notifications` with its filters as keyword arguments (`token=…`,
         `outcome="all"`); the records, oldest first."""

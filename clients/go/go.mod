@@ -1,0 +1,3 @@
+module github.com/apns-mock/apns-mock/clients/go
+
+go 1.19

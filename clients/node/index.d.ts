@@ -1,0 +1,206 @@
+// Types for apns-mock-client (index.js). The shapes follow docs/admin-api.md; records and other
+// server documents are typed loosely where the server may add members (the API is extended,
+// never renamed).
+
+export interface AdminClientOptions {
+  /** The admin base URL; default http://127.0.0.1:2198. */
+  url?: string;
+  /** The admin token, sent as `Authorization: Bearer <token>`. */
+  token?: string;
+  /** Each request's timeout in milliseconds; default 10000. */
+  timeoutMs?: number;
+}
+
+/** The filters of /v1/notifications, /wait and /v1/events; unset ones are left out. */
+export interface NotificationFilter {
+  token?: string;
+  topic?: string;
+  pushType?: string;
+  apnsId?: string;
+  collapseId?: string;
+  outcome?: 'accepted' | 'rejected' | 'all';
+  reason?: string;
+  kind?: 'device' | 'broadcast' | 'channel';
+  channelId?: string;
+  since?: number;
+  limit?: number;
+}
+
+/** One recorded request ("The record" in docs/admin-api.md). */
+export interface NotificationRecord {
+  seq: number;
+  kind: 'device' | 'broadcast' | 'channel';
+  status: number | null;
+  reason: string | null;
+  token: string | null;
+  topic: string | null;
+  apnsId: string | null;
+  pushType: string | null;
+  headers: Record<string, string>;
+  payload: any;
+  payloadEncoding: 'json' | 'text' | 'base64' | null;
+  action: string | null;
+  injected: boolean;
+  channelId: string | null;
+  [key: string]: any;
+}
+
+export interface NotificationPage {
+  notifications: NotificationRecord[];
+  /** The cursor to pass as `since` next time. */
+  next: number;
+  /** Records after `next` exist that this page did not look at. */
+  more: boolean;
+}
+
+export interface WaitOptions {
+  /** How many matching records to wait for; default 1. */
+  count?: number;
+  /** Seconds; default 5 (the server's default), at most 300. */
+  timeout?: number;
+}
+
+export interface EventsOptions {
+  /** Resume after this seq (records the ring still holds are sent first). */
+  since?: number;
+  /** End the stream after this many records. */
+  limit?: number;
+  /** At most this many records a second; the rest are reported in `skipped` events. */
+  maxRate?: number;
+  /** Sent as the Last-Event-ID header; wins over `since`. */
+  lastEventId?: string | number;
+  /** Aborting it closes the stream; a pending `next()` rejects with the abort reason. */
+  signal?: AbortSignal;
+}
+
+export type StreamEvent =
+  | { id: string | null; type: 'message'; data: NotificationRecord }
+  | { id: string | null; type: 'skipped'; data: { skipped: number; firstSeq: number; lastSeq: number } }
+  | { id: string | null; type: 'refused-streams'; data: { connectionId: number; cause: string; count: number; [key: string]: any } }
+  | { id: string | null; type: string; data: any };
+
+/** A /v1/events response: an async iterable of events. Leaving a `for await` loop closes it. */
+export class EventStream implements AsyncIterableIterator<StreamEvent> {
+  /** Resolves once the server has subscribed the stream; rejects with AdminError on a bad request. */
+  readonly opened: Promise<EventStream>;
+  /** The last `id:` seen (a record's seq), for `lastEventId` when reconnecting. */
+  readonly lastEventId: string | null;
+  next(): Promise<IteratorResult<StreamEvent>>;
+  return(): Promise<IteratorResult<StreamEvent>>;
+  /** Closes the connection; iteration ends. */
+  close(): void;
+  [Symbol.asyncIterator](): EventStream;
+}
+
+export interface FaultRule {
+  match?: {
+    token?: string;
+    topic?: string;
+    pushType?: string;
+    kind?: 'device' | 'broadcast' | 'channel';
+    channelId?: string;
+    connection?: number;
+    afterRequests?: number;
+    [key: string]: any;
+  };
+  respond?: { reason: string; status?: number; timestamp?: number; [key: string]: any };
+  action?: 'reset' | 'goaway' | 'close' | 'hang' | 'tcp-reset' | 'shrink-streams' | 'ignore-pings';
+  delayMs?: number;
+  times?: number;
+  probability?: number;
+  maxConcurrentStreams?: number;
+  durationMs?: number;
+  [key: string]: any;
+}
+
+export interface Fault extends FaultRule {
+  id: string;
+  remaining: number | null;
+  applied: number;
+}
+
+export interface Device {
+  token: string;
+  topic?: string | null;
+  environment?: 'sandbox' | 'production' | null;
+  unregisteredAt?: string | null;
+  timestamp?: number | null;
+  reason?: 'Unregistered' | 'ExpiredToken' | null;
+}
+
+export interface Channel {
+  bundleId: string;
+  environment: 'sandbox' | 'production';
+  channelId: string;
+  messageStoragePolicy: 0 | 1;
+}
+
+export interface Clock {
+  offsetSeconds: number;
+  /** The mock's time, RFC 3339. */
+  now: string;
+  /** The wall clock, RFC 3339. */
+  wallClock: string;
+}
+
+export interface Reason {
+  reason: string;
+  status: number;
+  explanation: string;
+}
+
+export class AdminClient {
+  constructor(options?: AdminClientOptions);
+  readonly url: URL;
+  health(): Promise<{ status: string; ports: Record<string, number | number[]> }>;
+  listNotifications(filter?: NotificationFilter): Promise<NotificationPage>;
+  /** Resolves to the records; rejects with WaitTimeoutError when fewer than `count` matched in time. */
+  waitFor(filter?: NotificationFilter, options?: WaitOptions): Promise<NotificationRecord[]>;
+  deleteNotifications(): Promise<void>;
+  events(filter?: NotificationFilter, options?: EventsOptions): EventStream;
+  addFault(rule: FaultRule): Promise<Fault>;
+  addFault(rules: FaultRule[]): Promise<Fault[]>;
+  listFaults(): Promise<Fault[]>;
+  removeFault(id: string): Promise<void>;
+  clearFaults(): Promise<void>;
+  registerDevice(device: Device): Promise<Device>;
+  listDevices(): Promise<{ policy: string; devices: Device[] }>;
+  unregisterDevice(
+    token: string,
+    options?: { reason?: 'Unregistered' | 'ExpiredToken'; timestamp?: number | string | Date },
+  ): Promise<Device>;
+  removeDevice(token: string): Promise<void>;
+  listChannels(filter?: { bundleId?: string; environment?: 'sandbox' | 'production' }): Promise<Channel[]>;
+  createChannel(channel: {
+    bundleId: string;
+    environment?: 'sandbox' | 'production';
+    channelId?: string;
+    messageStoragePolicy?: 0 | 1;
+  }): Promise<Channel>;
+  deleteChannel(channelId: string): Promise<void>;
+  clock(): Promise<Clock>;
+  advanceClock(seconds: number): Promise<Clock>;
+  reset(): Promise<void>;
+  stats(): Promise<Record<string, any>>;
+  reasons(): Promise<Reason[]>;
+  caPem(): Promise<string>;
+  metrics(): Promise<string>;
+}
+
+/** A non-2xx answer; `message` is the server's `{"error"}` text unchanged. */
+export class AdminError extends Error {
+  readonly status: number;
+  readonly method: string;
+  readonly path: string;
+  /** The raw response body. */
+  readonly body: string;
+}
+
+/** waitFor's 408: fewer than `expected` records matched in time. */
+export class WaitTimeoutError extends Error {
+  readonly status: 408;
+  readonly matched: number;
+  readonly expected: number;
+  readonly records: NotificationRecord[];
+  readonly page: NotificationPage;
+}
