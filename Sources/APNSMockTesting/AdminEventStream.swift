@@ -35,8 +35,18 @@ public final class AdminEventStream: AsyncSequence, Sendable {
         session.invalidateAndCancel()
     }
 
-    public func makeAsyncIterator() -> AsyncThrowingStream<AdminEvent, any Error>.AsyncIterator {
-        events.makeAsyncIterator()
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(base: events.makeAsyncIterator(), stream: self)
+    }
+
+    /// Keeps the stream (and so its connection) alive while it is iterated.
+    public struct Iterator: AsyncIteratorProtocol {
+        var base: AsyncThrowingStream<AdminEvent, any Error>.AsyncIterator
+        let stream: AdminEventStream
+
+        public mutating func next() async throws -> AdminEvent? {
+            try await base.next()
+        }
     }
 
     /// Closes the connection; an iteration in progress ends.
@@ -44,8 +54,9 @@ public final class AdminEventStream: AsyncSequence, Sendable {
         session.invalidateAndCancel()
     }
 
-    /// Sends `request` and returns once the answer's head arrived (the mock subscribes the stream
-    /// before it answers), or throws ``AdminClientError`` with the server's message for an error.
+    /// Sends `request` and returns once the stream's first bytes arrived (the mock writes them after
+    /// subscribing the stream), or throws ``AdminClientError`` with the server's message for an
+    /// error.
     static func open(_ request: URLRequest) async throws -> AdminEventStream {
         let (events, continuation) = AsyncThrowingStream.makeStream(of: AdminEvent.self, throwing: (any Error).self)
         let delegate = Delegate(continuation: continuation)
@@ -79,23 +90,21 @@ public final class AdminEventStream: AsyncSequence, Sendable {
             completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
         ) {
             let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-            let opened = state.withLock { state -> CheckedContinuation<Void, any Error>? in
-                if status == 200 { return state.opened.take() }
-                state.errorStatus = status
-                return nil
-            }
-            opened?.resume()
+            // A stream is open once its opening comment arrives (the mock writes it after
+            // subscribing; the head may come before): see the first data below.
+            if status != 200 { state.withLock { $0.errorStatus = status } }
             completionHandler(.allow)
         }
 
         func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-            let events = state.withLock { state -> [AdminEvent] in
+            let (events, opened) = state.withLock { state -> ([AdminEvent], CheckedContinuation<Void, any Error>?) in
                 if state.errorStatus != nil {
                     state.body.append(data)
-                    return []
+                    return ([], nil)
                 }
-                return state.parser.feed(data)
+                return (state.parser.feed(data), state.opened.take())
             }
+            opened?.resume()
             for event in events { continuation.yield(event) }
         }
 

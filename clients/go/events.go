@@ -53,7 +53,7 @@ type EventStream struct {
 // Events opens the event stream of the records q selects (GET /v1/events). It returns once the
 // server has subscribed the stream, so a record stored afterwards is on it. The stream lasts until
 // Close, ctx's end, or the server ending it (Query.Limit reached, shutdown): then Next returns
-// io.EOF.
+// io.EOF (after Close or the server's end) or ctx's error.
 func (c *Client) Events(ctx context.Context, q Query, opts EventOptions) (*EventStream, error) {
 	v := q.values()
 	if opts.MaxRate != 0 {

@@ -130,6 +130,8 @@ struct EventStreamWriter: Sendable {
         }
 
         while !state.done {
+            // Checked each turn: a close that came while a batch was written has no wake left.
+            if peer?.isGone == true { return }
             var deadline = ContinuousClock.now + EventStreams.keepAliveInterval
             if state.pendingSkip != nil {
                 deadline = min(deadline, state.lastSkipReport + EventStreams.skipReportInterval)

@@ -18,7 +18,6 @@ raises :class:`WaitTimeout` (an ``AssertionError``) with what did arrive.
 from __future__ import annotations
 
 import json
-import socket
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -170,10 +169,15 @@ class AdminClient:
             headers["Last-Event-ID"] = str(last_event_id)
         request = self._make_request("GET", "/v1/events", query=query, headers=headers)
         try:
-            response = urllib.request.urlopen(request, timeout=self.timeout)
+            # Reads wait longer than the mock's 15-second keep-alive comments.
+            response = urllib.request.urlopen(request, timeout=max(self.timeout, 30))
         except urllib.error.HTTPError as error:
             raise _admin_error(error.code, error.read(), "GET", "/v1/events") from None
-        return EventStream(response)
+        stream = EventStream(response)
+        # The mock writes its opening comment once the stream is subscribed (the head can come
+        # before): from then on nothing stored is missed.
+        stream._read_opening()
+        return stream
 
     def reasons(self) -> List[dict]:
         """``GET /v1/reasons``: every reason APNs sends, with its status and explanation."""
@@ -348,15 +352,18 @@ class EventStream:
             self.closed = True
             self._response.close()
 
+    def _read_opening(self) -> None:
+        while True:
+            raw = self._response.readline()
+            if not raw or raw in (b"\n", b"\r\n"):
+                return
+
     def __iter__(self) -> Iterator[Event]:
         kind, data, event_id = None, [], None
         while not self.closed:
-            try:
-                raw = self._response.readline()
-            except (socket.timeout, TimeoutError):
-                # Quiet for longer than the client's timeout (the mock comments every 15 s):
-                # keep listening; the caller bounds the loop.
-                continue
+            # A read times out only when not even a keep-alive came for 30 s: the socket can no
+            # longer be read then (socket.timeout propagates).
+            raw = self._response.readline()
             if not raw:
                 return
             line = raw.decode("utf-8").rstrip("\r\n")
