@@ -51,6 +51,15 @@ public struct APNSMockServer: Service {
         var quiescers: [ServerQuiescingHelper] = []
         var bound: [ListenerAddress] = []
         var channels: [any Channel] = []
+        /// After a failed bind: the listeners bound so far close, and their quiescing helpers go,
+        /// while the event loops still run (a helper's deinit completes a promise on one of them).
+        func abandon() async {
+            for channel in channels {
+                try? await channel.close()
+            }
+            quiescers.removeAll()
+            try? await group.shutdownGracefully()
+        }
         do {
             for address in ListenerAddress.tlsListeners(of: configuration) {
                 let quiesce = ServerQuiescingHelper(group: group)
@@ -70,13 +79,7 @@ public struct APNSMockServer: Service {
                     ])
             }
         } catch {
-            // The listeners bound so far close, and their quiescing helpers go, while the event
-            // loops still run: a helper's deinit completes a promise on one of them.
-            for channel in channels {
-                try? await channel.close()
-            }
-            quiescers.removeAll()
-            try? await group.shutdownGracefully()
+            await abandon()
             throw error
         }
         if let proxyPort = configuration.proxy.port {
@@ -90,11 +93,7 @@ public struct APNSMockServer: Service {
                 bound.append(ListenerAddress(kind: .proxy, host: configuration.proxy.host, port: channel.localAddress?.port ?? proxyPort))
                 logger.info("proxy listener up", metadata: ["host": "\(configuration.proxy.host)", "port": "\(bound.last!.port)"])
             } catch {
-                for channel in channels {
-                    try? await channel.close()
-                }
-                quiescers.removeAll()
-                try? await group.shutdownGracefully()
+                await abandon()
                 throw error
             }
         }

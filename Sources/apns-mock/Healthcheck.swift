@@ -110,15 +110,7 @@ struct HealthAnswer: Sendable {
             return body.isEmpty ? "(no body)" : String(body.prefix(500))
         }
         guard let ports = document.ports else { return document.status }
-        var text = "\(document.status): apns=\(ports.apns) admin=\(ports.admin.map(String.init) ?? "-")"
-            + " broadcast-sandbox=\(ports.broadcastSandbox) broadcast-production=\(ports.broadcastProduction)"
-        if !ports.apnsAdditional.isEmpty {
-            text += " apns-additional=" + ports.apnsAdditional.map(String.init).joined(separator: ",")
-        }
-        if let proxy = ports.proxy {
-            text += " proxy=\(proxy)"
-        }
-        return text
+        return "\(document.status): " + ListeningLine.fields(ports, admin: ports.admin.map(String.init) ?? "-")
     }
 }
 

@@ -214,7 +214,13 @@ struct DemoIdentity {
 /// ever added).
 enum ListeningLine {
     static func text(_ ports: ListenerPorts) -> String {
-        var line = "apns-mock listening apns=\(ports.apns) admin=\(ports.admin ?? 0)"
+        "apns-mock listening " + fields(ports, admin: String(ports.admin ?? 0))
+    }
+
+    /// `apns=… admin=… broadcast-sandbox=… broadcast-production=…[ apns-additional=…][ proxy=…]`,
+    /// with `admin` as the caller spells it (the health summary writes `-` for one not bound).
+    static func fields(_ ports: ListenerPorts, admin: String) -> String {
+        var line = "apns=\(ports.apns) admin=\(admin)"
             + " broadcast-sandbox=\(ports.broadcastSandbox) broadcast-production=\(ports.broadcastProduction)"
         if !ports.apnsAdditional.isEmpty {
             line += " apns-additional=" + ports.apnsAdditional.map(String.init).joined(separator: ",")

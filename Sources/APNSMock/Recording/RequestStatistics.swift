@@ -143,10 +143,10 @@ final class RequestStatistics: Sendable {
             refusedStreams: refusedStreams)
     }
 
-    /// Prometheus text: the request counters and the gauges, which the request path does not
-    /// touch, are brought up to date first.
-    func prometheusText(openConnections: Int, evictions: UInt64) -> String {
-        exportedCounts.withLock { exported in
+    /// Brings each Prometheus counter up to its atomic count, adding what it gained since the last
+    /// export.
+    private static func export(_ counts: [ManagedAtomic<Int>], to counters: [CoreMetrics.Counter], exported: borrowing Mutex<[Int]>) {
+        exported.withLock { exported in
             for index in counts.indices {
                 let value = counts[index].load(ordering: .relaxed)
                 if value > exported[index] {
@@ -155,6 +155,12 @@ final class RequestStatistics: Sendable {
                 }
             }
         }
+    }
+
+    /// Prometheus text: the request counters and the gauges, which the request path does not
+    /// touch, are brought up to date first.
+    func prometheusText(openConnections: Int, evictions: UInt64) -> String {
+        Self.export(counts, to: counters, exported: exportedCounts)
         exportedKindCounts.withLock { exported in
             let total = counts.reduce(0) { $0 + $1.load(ordering: .relaxed) }
             let values = RecordKind.allCases.indices.map { index -> Int in
@@ -168,15 +174,7 @@ final class RequestStatistics: Sendable {
                 exported[index] = values[index]
             }
         }
-        exportedRefused.withLock { exported in
-            for index in refusedCounts.indices {
-                let value = refusedCounts[index].load(ordering: .relaxed)
-                if value > exported[index] {
-                    refusedCounters[index].increment(by: Int64(value - exported[index]))
-                    exported[index] = value
-                }
-            }
-        }
+        Self.export(refusedCounts, to: refusedCounters, exported: exportedRefused)
         openConnectionsGauge.record(openConnections)
         exportedEvictions.withLock { exported in
             if evictions > exported {
