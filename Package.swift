@@ -69,7 +69,13 @@ let package = Package(
             ],
             // The admin API's OpenAPI document, served at /v1/openapi.json: compiled into the
             // binary (no bundle beside it), so the container image and a copied binary serve it too.
-            resources: [.embedInCode("Admin/openapi.json")]
+            // The inbox page's files are compiled in the same way (InboxPage.swift puts them together).
+            resources: [
+                .embedInCode("Admin/openapi.json"),
+                .embedInCode("Admin/Inbox/inbox.html"),
+                .embedInCode("Admin/Inbox/inbox.css"),
+                .embedInCode("Admin/Inbox/inbox.js"),
+            ]
         ),
         .target(
             name: "APNSMockTesting",

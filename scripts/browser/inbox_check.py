@@ -19,10 +19,11 @@ import struct
 import subprocess
 import sys
 import time
+import traceback
 from urllib.parse import urlparse
 
 from selenium import webdriver
-from selenium.common.exceptions import TimeoutException
+from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
@@ -147,9 +148,14 @@ def wait_for(driver, seconds, predicate):
 
 
 def record_with(driver, css, text):
-    for element in driver.find_elements(By.CSS_SELECTOR, css):
-        if text in element.text:
-            return element
+    # The page re-renders its lists (faults, devices) as they change: an element found a moment
+    # ago may be gone, which is "not there yet" for a wait.
+    try:
+        for element in driver.find_elements(By.CSS_SELECTOR, css):
+            if text in element.text:
+                return element
+    except StaleElementReferenceException:
+        pass
     return None
 
 
@@ -363,6 +369,29 @@ def run(driver, args):
     emptied, _ = wait_for(driver, 3, lambda d: "No fault rules" in d.find_element(By.ID, "fault-list").text)
     check("the fault list follows: the rule is gone once it fired", emptied, driver.find_element(By.ID, "fault-list").text)
 
+    # A connection action with parameters: the streams and durationMs fields show for
+    # shrink-streams only, and the rule is listed with them; removing it from the list removes it.
+    check("the streams field is hidden until shrink-streams is chosen",
+          not driver.find_element(By.ID, "fault-maxConcurrentStreams").is_displayed())
+    Select(driver.find_element(By.ID, "fault-reason")).select_by_value("")
+    Select(driver.find_element(By.ID, "fault-action")).select_by_value("shrink-streams")
+    topic = driver.find_element(By.ID, "fault-topic")
+    topic.clear()
+    topic.send_keys("com.example.elsewhere")
+    driver.find_element(By.ID, "fault-times").clear()
+    driver.find_element(By.ID, "fault-maxConcurrentStreams").send_keys("3")
+    driver.find_element(By.ID, "fault-duration").send_keys("500")
+    driver.find_element(By.ID, "fault-add").click()
+    shrink, _ = wait_for(driver, 3, lambda d: record_with(d, "#fault-list .fault", "shrink-streams"))
+    check("a shrink-streams rule is added with its parameters",
+          shrink is not None and "streams 3" in shrink.text and "for 500 ms" in shrink.text,
+          shrink.text if shrink else driver.find_element(By.ID, "fault-message").text)
+    if shrink is not None:
+        shrink.find_element(By.TAG_NAME, "button").click()
+    removed, _ = wait_for(driver, 3, lambda d: "No fault rules" in d.find_element(By.ID, "fault-list").text)
+    check("a rule removed from the list is gone", removed, driver.find_element(By.ID, "fault-list").text)
+    Select(driver.find_element(By.ID, "fault-action")).select_by_value("")
+
     # Pause and resume: nothing is lost that the page would show.
     driver.find_element(By.ID, "pause").click()
     wait_for(driver, 2, lambda d: d.find_element(By.ID, "stream-status").text == "paused")
@@ -407,6 +436,6 @@ if __name__ == "__main__":
     try:
         main()
     except Exception as error:  # reported to the Swift test, which fails on it
-        print(json.dumps({"checks": checks + [{"name": "the script ran", "ok": False, "detail": repr(error)}],
+        print(json.dumps({"checks": checks + [{"name": "the script ran", "ok": False, "detail": repr(error) + " " + traceback.format_exc(limit=-3)}],
                           "console": []}))
         sys.exit(1)

@@ -2,8 +2,9 @@ import Foundation
 import Hummingbird
 import NIOCore
 
-/// `GET /`: the live inbox page (docs/admin-api.md, "The inbox page"). One self-contained document
-/// (InboxPage.html.swift) that talks to the admin API like any client: `/v1/events` for the
+/// `GET /`: the live inbox page (docs/admin-api.md, "The inbox page"). One self-contained document,
+/// put together from Admin/Inbox/inbox.html, inbox.css and inbox.js (compiled into the binary, so
+/// every way of running the mock serves it without files beside it), that talks to the admin API like any client: `/v1/events` for the
 /// records, `/v1/stats`, `/v1/reasons`, `/v1/devices`, `/v1/faults`.
 ///
 /// The page holds no data, so with an admin token it is also what a request without the token
@@ -17,7 +18,7 @@ enum InboxPage {
     /// injected `<script>` or handler attribute even if one slipped through.
     static func response(status: HTTPResponse.Status) -> Response {
         let nonce = Self.nonce()
-        let html = document.replacingOccurrences(of: "__NONCE__", with: nonce)
+        let html = Self.parts.joined(separator: nonce)
         return Response(
             status: status,
             headers: [
@@ -31,6 +32,35 @@ enum InboxPage {
             ],
             body: .init(byteBuffer: ByteBuffer(string: html)))
     }
+
+    static let stylesheetLink = #"<link rel="stylesheet" href="inbox.css">"#
+    static let scriptElement = #"<script src="inbox.js"></script>"#
+
+    /// The document served, with inbox.css and inbox.js in place of the `<link>` and `<script src>`
+    /// that name them, each under a nonce; `nil` when inbox.html no longer names them as above
+    /// (InboxPageDocumentTests fails then).
+    static func assemble(html: String, css: String, script: String, nonce: String) -> String? {
+        guard html.components(separatedBy: stylesheetLink).count == 2,
+            html.components(separatedBy: scriptElement).count == 2
+        else { return nil }
+        return html
+            .replacingOccurrences(of: stylesheetLink, with: "<style nonce=\"\(nonce)\">\n" + css + "</style>")
+            .replacingOccurrences(of: scriptElement, with: "<script nonce=\"\(nonce)\">\n" + script + "</script>")
+    }
+
+    /// The document split where the nonce goes, so that a response only joins.
+    static let parts: [String] = {
+        let marker = "\u{0}nonce\u{0}"
+        let document = assemble(
+            html: String(decoding: PackageResources.inbox_html, as: UTF8.self),
+            css: String(decoding: PackageResources.inbox_css, as: UTF8.self),
+            script: String(decoding: PackageResources.inbox_js, as: UTF8.self),
+            nonce: marker)
+        // A build whose inbox.html lost its <link> or <script src> still answers, with the page
+        // as written (unstyled, without its script) rather than nothing.
+        return (document ?? String(decoding: PackageResources.inbox_html, as: UTF8.self))
+            .components(separatedBy: marker)
+    }()
 
     /// 128 random bits, base64.
     private static func nonce() -> String {

@@ -1,200 +1,6 @@
-// The inbox page's document, embedded in the binary so that every way of running apns-mock
-// (scripts/run, swift run, a release binary anywhere, the Docker image) serves it without files
-// beside it. Plain HTML, CSS and JS: no build step, nothing fetched from elsewhere. Record data is
-// only ever put into the page with textContent (never innerHTML), truncated; see
-// docs/admin-api.md, "The inbox page".
-//
-// `__NONCE__` is replaced per response by the Content-Security-Policy nonce (InboxPage.swift).
-
-extension InboxPage {
-    static let document = #"""
-<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>apns-mock inbox</title>
-<link rel="icon" href="data:,">
-<style nonce="__NONCE__">
-:root {
-  --bg: #eef0f4; --panel: #ffffff; --ink: #1c1c1e; --muted: #6e6e73; --line: #d8d8de;
-  --accent: #0a84ff; --bad: #d70015; --warn: #b25000; --ok: #248a3d; --quiet: #f6f6f8;
-  --radius: 14px; font-family: -apple-system, BlinkMacSystemFont, "SF Pro Text", "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif;
-}
-* { box-sizing: border-box; }
-body { margin: 0; background: var(--bg); color: var(--ink); font-size: 14px; }
-header.top { position: sticky; top: 0; z-index: 5; display: flex; flex-wrap: wrap; align-items: center; gap: 14px;
-  padding: 10px 18px; background: rgba(255,255,255,.92); backdrop-filter: blur(12px); border-bottom: 1px solid var(--line); }
-header.top h1 { font-size: 17px; margin: 0 10px 0 0; letter-spacing: -.01em; }
-.stat { display: flex; flex-direction: column; min-width: 64px; }
-.stat b { font-size: 16px; font-variant-numeric: tabular-nums; }
-.stat span { font-size: 11px; color: var(--muted); text-transform: uppercase; letter-spacing: .04em; }
-.stat.accepted b { color: var(--ok); } .stat.rejected b { color: var(--bad); }
-.spacer { flex: 1; }
-button, select, input { font: inherit; }
-button { border: 1px solid var(--line); background: #fff; border-radius: 8px; padding: 5px 11px; cursor: pointer; }
-button:hover { border-color: var(--accent); }
-button.primary { background: var(--accent); color: #fff; border-color: var(--accent); }
-button.danger { color: var(--bad); }
-#stream-status { font-size: 12px; padding: 3px 9px; border-radius: 99px; background: #e5e5ea; }
-#stream-status.live { background: #d3f5dc; color: var(--ok); }
-#stream-status.error { background: #ffd9dc; color: var(--bad); }
-main { display: grid; grid-template-columns: minmax(0, 1fr) 360px; gap: 18px; padding: 18px; max-width: 1400px; margin: 0 auto; }
-@media (max-width: 900px) { main { grid-template-columns: 1fr; } }
-.notice { padding: 8px 12px; border-radius: 10px; background: #fff4d6; color: #6b4b00; margin-bottom: 10px; font-size: 13px; }
-.notice[hidden] { display: none; }
-.notice.warn { background: #ffe3e0; color: #7a1c12; }
-.notice.warn ul { margin: 4px 0 0 18px; padding: 0; }
-#feed { display: flex; flex-direction: column; gap: 10px; }
-#feed-empty { color: var(--muted); text-align: center; padding: 40px 0; }
-.record { background: var(--panel); border-radius: var(--radius); padding: 11px 14px; box-shadow: 0 1px 2px rgba(0,0,0,.06), 0 4px 14px rgba(0,0,0,.04);
-  cursor: pointer; overflow: hidden; word-break: break-word; }
-.record:hover { box-shadow: 0 0 0 2px rgba(10,132,255,.35); }
-.record .line1 { display: flex; align-items: center; gap: 8px; font-size: 12px; color: var(--muted); }
-.record .app { font-weight: 600; color: var(--ink); text-transform: uppercase; letter-spacing: .03em; font-size: 11.5px; max-width: 45%; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
-.record .time { margin-left: auto; white-space: nowrap; font-variant-numeric: tabular-nums; }
-.icon { width: 22px; height: 22px; border-radius: 6px; display: inline-flex; align-items: center; justify-content: center;
-  color: #fff; font-weight: 700; font-size: 12px; background: linear-gradient(135deg, #5e5ce6, #0a84ff); flex: none; }
-.banner .title { font-weight: 600; margin-top: 6px; font-size: 15px; }
-.banner .subtitle { font-weight: 500; }
-.banner .body { margin-top: 2px; white-space: pre-wrap; }
-.chips { display: flex; flex-wrap: wrap; gap: 5px; margin-top: 7px; }
-.chip { font-size: 11px; padding: 1px 7px; border-radius: 99px; background: #f0f0f3; color: #3a3a3c; white-space: nowrap; max-width: 100%; overflow: hidden; text-overflow: ellipsis; }
-.chip.lint { background: #fff0d9; color: var(--warn); }
-.chip.level-critical, .chip.level-time-sensitive { background: #ffe1e1; color: var(--bad); }
-.chip.badge { background: var(--bad); color: #fff; font-weight: 700; }
-.chip.injected { background: #efe2ff; color: #6b2fb3; }
-.quiet { background: var(--quiet); box-shadow: none; border: 1px dashed var(--line); padding: 7px 12px; }
-.quiet .line1 { color: var(--muted); }
-.rejection { border-left: 4px solid var(--bad); }
-.rejection .status { font-weight: 700; color: var(--bad); font-size: 13px; }
-.rejection .reason { font-weight: 600; color: var(--ink); font-size: 14px; }
-.rejection .explanation { color: #48484a; margin-top: 3px; }
-.activity { border-left: 4px solid #30b0c7; }
-.activity .event { font-weight: 600; text-transform: capitalize; }
-.kv { display: grid; grid-template-columns: max-content 1fr; gap: 2px 10px; margin-top: 6px; font-size: 13px; }
-.kv dt { color: var(--muted); } .kv dd { margin: 0; overflow: hidden; text-overflow: ellipsis; }
-.broadcast { border-left: 4px solid #ff9f0a; }
-.group { background: rgba(255,255,255,.55); border-radius: calc(var(--radius) + 4px); padding: 6px; display: flex; flex-direction: column; gap: 6px; }
-.group > .group-head { display: flex; align-items: center; gap: 8px; font-size: 12px; color: var(--muted); padding: 2px 8px; }
-.group > .group-head b { color: var(--ink); }
-.group > .group-head button { margin-left: auto; font-size: 11px; padding: 2px 8px; }
-.group:not(.open) > .group-items > .record:not(:first-child) { display: none; }
-.group:not(.open) > .group-items > .record:first-child { box-shadow: 0 1px 2px rgba(0,0,0,.06), 0 6px 0 -2px #fafafc, 0 7px 3px -2px rgba(0,0,0,.08); }
-.group-items { display: flex; flex-direction: column; gap: 6px; }
-.actions { display: flex; gap: 6px; margin-top: 8px; }
-.actions button { font-size: 12px; padding: 3px 9px; }
-aside { display: flex; flex-direction: column; gap: 14px; }
-section.panel { background: var(--panel); border-radius: var(--radius); padding: 12px 14px; }
-section.panel h2 { font-size: 13px; margin: 0 0 8px; text-transform: uppercase; letter-spacing: .05em; color: var(--muted); }
-.form { display: grid; grid-template-columns: max-content 1fr; gap: 6px 8px; align-items: center; }
-.form label { font-size: 12px; color: var(--muted); }
-.form input, .form select { width: 100%; padding: 4px 7px; border: 1px solid var(--line); border-radius: 7px; min-width: 0; }
-.form .row-actions { grid-column: 1 / -1; display: flex; gap: 6px; justify-content: flex-end; }
-.list { display: flex; flex-direction: column; gap: 6px; margin-top: 10px; max-height: 320px; overflow: auto; }
-.list .item { border: 1px solid var(--line); border-radius: 9px; padding: 6px 8px; font-size: 12px; display: flex; gap: 6px; align-items: center; flex-wrap: wrap; }
-.list .item .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 11.5px; overflow: hidden; text-overflow: ellipsis; max-width: 100%; }
-.list .item button { font-size: 11px; padding: 2px 7px; }
-.list .empty { color: var(--muted); font-size: 12px; }
-.message { font-size: 12px; margin-top: 6px; min-height: 1em; }
-.message.bad { color: var(--bad); } .message.good { color: var(--ok); }
-#detail-overlay { position: fixed; inset: 0; background: rgba(0,0,0,.3); display: flex; justify-content: flex-end; z-index: 10; }
-#detail-overlay[hidden] { display: none; }
-#detail { width: min(720px, 100%); height: 100%; overflow: auto; background: #fff; padding: 16px 20px; box-shadow: -8px 0 30px rgba(0,0,0,.15); }
-#detail h3 { margin: 16px 0 6px; font-size: 13px; text-transform: uppercase; letter-spacing: .05em; color: var(--muted); }
-#detail table { border-collapse: collapse; width: 100%; font-size: 12.5px; }
-#detail td { border-top: 1px solid #eee; padding: 3px 6px; vertical-align: top; word-break: break-all; }
-#detail td:first-child { color: var(--muted); white-space: nowrap; width: 1%; word-break: normal; }
-#detail pre { background: #f5f5f7; border-radius: 10px; padding: 10px; font-size: 12px; overflow: auto; max-height: 50vh; white-space: pre-wrap; word-break: break-all; }
-#detail .head { display: flex; align-items: center; gap: 10px; }
-#detail .head h2 { margin: 0; font-size: 18px; }
-#detail .head button { margin-left: auto; }
-#token-bar { display: flex; gap: 8px; align-items: center; padding: 10px 18px; background: #fff4d6; border-bottom: 1px solid #f0d78c; }
-#token-bar[hidden] { display: none; }
-#token-bar input { flex: 0 1 360px; padding: 4px 8px; border: 1px solid var(--line); border-radius: 7px; }
-.filters { grid-template-columns: max-content 1fr; }
-</style>
-</head>
-<body>
-<div id="token-bar" hidden>
-  <span>This apns-mock wants its admin token (<code>admin.token</code>).</span>
-  <input id="token-input" type="password" autocomplete="off" placeholder="admin token">
-  <button id="token-save" class="primary">Use token</button>
-  <span id="token-message" class="message bad"></span>
-</div>
-<header class="top">
-  <h1>apns-mock inbox</h1>
-  <div class="stat accepted"><b id="count-accepted">–</b><span>accepted</span></div>
-  <div class="stat rejected"><b id="count-rejected">–</b><span>rejected</span></div>
-  <div class="stat"><b id="count-connections">–</b><span>connections</span></div>
-  <div class="stat"><b id="count-rps">–</b><span>req/s</span></div>
-  <div class="stat"><b id="count-shown">0</b><span>shown</span></div>
-  <div class="stat"><b id="count-skipped">0</b><span>skipped</span></div>
-  <div class="stat refused" title="Streams refused with RST_STREAM REFUSED_STREAM (GET /v1/stats refusedStreams): a client that does not retry them loses those pushes"><b id="count-refused">0</b><span>refused streams</span></div>
-  <div class="spacer"></div>
-  <span id="stream-status">connecting</span>
-  <button id="pause">Pause</button>
-  <button id="clear" class="danger" title="DELETE /v1/notifications: forget every record">Clear</button>
-</header>
-<main>
-  <div>
-    <div id="refused-notice" class="notice warn" hidden></div>
-    <div id="skip-notice" class="notice" hidden></div>
-    <div id="feed"></div>
-    <div id="feed-empty">Nothing yet. Send a push to this apns-mock and it shows up here.</div>
-  </div>
-  <aside>
-    <section class="panel">
-      <h2>Filter</h2>
-      <form id="filter-form" class="form filters" autocomplete="off">
-        <label for="f-outcome">outcome</label>
-        <select id="f-outcome"><option value="all">all</option><option value="accepted">accepted</option><option value="rejected">rejected</option></select>
-        <label for="f-token">token</label><input id="f-token">
-        <label for="f-topic">topic</label><input id="f-topic">
-        <label for="f-pushType">pushType</label><select id="f-pushType"></select>
-        <label for="f-reason">reason</label><select id="f-reason"></select>
-        <label for="f-apnsId">apnsId</label><input id="f-apnsId">
-        <label for="f-collapseId">collapseId</label><input id="f-collapseId">
-        <label for="f-kind">kind</label>
-        <select id="f-kind"><option value="">any</option><option value="device">device</option><option value="broadcast">broadcast</option><option value="channel">channel</option></select>
-        <label for="f-channelId">channelId</label><input id="f-channelId">
-        <div class="row-actions"><button type="button" id="filter-reset">Reset</button><button type="submit" class="primary" id="filter-apply">Apply</button></div>
-      </form>
-      <div id="filter-message" class="message bad"></div>
-    </section>
-    <section class="panel">
-      <h2>Devices</h2>
-      <form id="device-form" class="form" autocomplete="off">
-        <label for="device-token">token</label><input id="device-token" placeholder="64 hex digits">
-        <label for="device-reason">as</label>
-        <select id="device-reason"><option value="Unregistered">Unregistered</option><option value="ExpiredToken">ExpiredToken</option></select>
-        <div class="row-actions"><button type="submit" class="primary" id="device-unregister">Unregister (410)</button></div>
-      </form>
-      <div id="device-message" class="message"></div>
-      <div id="device-list" class="list"></div>
-    </section>
-    <section class="panel">
-      <h2>Faults</h2>
-      <form id="fault-form" class="form" autocomplete="off">
-        <label for="fault-token">token</label><input id="fault-token" placeholder="any">
-        <label for="fault-topic">topic</label><input id="fault-topic" placeholder="any">
-        <label for="fault-pushType">pushType</label><select id="fault-pushType"></select>
-        <label for="fault-reason">respond</label><select id="fault-reason"></select>
-        <label for="fault-action">action</label>
-        <select id="fault-action"><option value="">none</option><option value="reset">reset (RST_STREAM)</option><option value="goaway">goaway</option><option value="close">close (TCP)</option></select>
-        <label for="fault-delay">delayMs</label><input id="fault-delay" type="number" min="0" placeholder="0">
-        <label for="fault-times">times</label><input id="fault-times" type="number" min="1" placeholder="always">
-        <label for="fault-probability">probability</label><input id="fault-probability" type="number" min="0" max="1" step="0.05" placeholder="1">
-        <div class="row-actions"><button type="submit" class="primary" id="fault-add">Add fault</button></div>
-      </form>
-      <div id="fault-explanation" class="message"></div>
-      <div id="fault-message" class="message"></div>
-      <div id="fault-list" class="list"></div>
-    </section>
-  </aside>
-</main>
-<div id="detail-overlay" hidden><div id="detail" role="dialog" aria-modal="true"></div></div>
-<script nonce="__NONCE__">
+// The inbox page's script (inbox.html). Plain JS, no build step, nothing fetched from elsewhere:
+// it talks to the admin API like any client. Record data is only ever put into the page with
+// textContent (never innerHTML), truncated; see docs/admin-api.md, "The inbox page".
 "use strict";
 (() => {
   // How many records the page keeps and shows: the newest. Everything older is dropped from the
@@ -871,6 +677,8 @@ section.panel h2 { font-size: 13px; margin: 0 0 8px; text-transform: uppercase; 
         item.append(el("span", "mono", match));
         if (fault.respond) item.append(chip(fault.respond.status + " " + fault.respond.reason, "lint"));
         if (fault.action) item.append(chip(fault.action, "injected"));
+        if (fault.maxConcurrentStreams !== undefined) item.append(chip("streams " + fault.maxConcurrentStreams));
+        if (fault.durationMs !== undefined) item.append(chip("for " + fault.durationMs + " ms"));
         if (fault.delayMs) item.append(chip(fault.delayMs + " ms"));
         if (fault.probability !== 1) item.append(chip("p=" + fault.probability));
         item.append(chip(fault.remaining === null ? "always" : fault.remaining + " left"), chip(fault.applied + " applied"));
@@ -884,6 +692,14 @@ section.panel h2 { font-size: 13px; margin: 0 0 8px; text-transform: uppercase; 
       }
     } catch (error) { /* the token bar or the stream status says why */ }
   }
+  // The streams and durationMs fields only show for the actions that read them.
+  function showFaultParameters() {
+    const action = $("fault-action").value;
+    for (const node of document.querySelectorAll(".for-shrink-streams")) node.hidden = action !== "shrink-streams";
+    for (const node of document.querySelectorAll(".for-duration")) node.hidden = action !== "shrink-streams" && action !== "ignore-pings";
+  }
+  $("fault-action").addEventListener("change", showFaultParameters);
+  showFaultParameters();
   $("fault-form").addEventListener("submit", async (event) => {
     event.preventDefault();
     const rule = { match: {} };
@@ -893,6 +709,8 @@ section.panel h2 { font-size: 13px; margin: 0 0 8px; text-transform: uppercase; 
     }
     if ($("fault-reason").value) rule.respond = { reason: $("fault-reason").value };
     if ($("fault-action").value) rule.action = $("fault-action").value;
+    if (rule.action === "shrink-streams" && $("fault-maxConcurrentStreams").value) rule.maxConcurrentStreams = Number($("fault-maxConcurrentStreams").value);
+    if ((rule.action === "shrink-streams" || rule.action === "ignore-pings") && $("fault-duration").value) rule.durationMs = Number($("fault-duration").value);
     if ($("fault-delay").value) rule.delayMs = Number($("fault-delay").value);
     if ($("fault-times").value) rule.times = Number($("fault-times").value);
     if ($("fault-probability").value) rule.probability = Number($("fault-probability").value);
@@ -966,8 +784,3 @@ section.panel h2 { font-size: 13px; margin: 0 0 8px; text-transform: uppercase; 
   setInterval(() => { if (!state.needToken) { loadDevices(); loadFaults(); } }, 5000);
   start();
 })();
-</script>
-</body>
-</html>
-"""#
-}
