@@ -87,24 +87,50 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
-        .executableTarget(
-            name: "apns-mock",
+        // What every command of the executable shares: logging options, console output, key IDs.
+        .target(
+            name: "APNSMockCommandLine",
             dependencies: [
-                "APNSMock",
                 "APNSMockCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // `apns-mock send`: a provider, the other side of the wire, with its own HTTP/2 client
+        // (swift-nio-http2) and type names. Of the server module it uses only ProviderTokenSigner,
+        // so that OpenSSL's ES256 has one owner.
+        .target(
+            name: "APNSMockSend",
+            dependencies: [
+                "APNSMock",
+                "APNSMockCore",
+                "APNSMockCommandLine",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "Atomics", package: "swift-atomics"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ]
+        ),
+        .executableTarget(
+            name: "apns-mock",
+            dependencies: [
+                "APNSMock",
+                "APNSMockCore",
+                "APNSMockCommandLine",
+                "APNSMockSend",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
         .testTarget(

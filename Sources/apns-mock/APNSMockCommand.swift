@@ -1,5 +1,7 @@
 import APNSMock
+import APNSMockCommandLine
 import APNSMockCore
+import APNSMockSend
 import ArgumentParser
 import Foundation
 import Logging
@@ -14,52 +16,8 @@ struct APNSMockCommand: AsyncParsableCommand {
         defaultSubcommand: Serve.self)
 }
 
-/// Options every command that logs shares.
-struct LoggingOptions: ParsableArguments {
-    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical (default info; APNS_MOCK_LOG_LEVEL).")
-    var logLevel: Logger.Level?
-
-    @Option(help: "Log format: text or json (default text; APNS_MOCK_LOG_FORMAT).")
-    var logFormat: LogFormat?
-
-    /// Starts swift-log with the options, or else the environment's `APNS_MOCK_LOG_LEVEL` and
-    /// `APNS_MOCK_LOG_FORMAT` (a bad value there is ignored here: `serve` reports it).
-    func bootstrap(environment: EnvironmentVariables? = nil) -> Logger {
-        let level = logLevel ?? (try? environment?.oneOf("APNS_MOCK_LOG_LEVEL", Logger.Level.self)) ?? .info
-        let format = logFormat ?? (try? environment?.oneOf("APNS_MOCK_LOG_FORMAT", LogFormat.self)) ?? .text
-        return Self.bootstrap(level: level, format: format)
-    }
-
-    static func bootstrap(level: Logger.Level, format: LogFormat) -> Logger {
-        LoggingSystem.bootstrap { label in
-            var handler: any LogHandler
-            switch format {
-            case .text: handler = StreamLogHandler.standardError(label: label)
-            case .json: handler = JSONLogHandler(label: label)
-            }
-            handler.logLevel = level
-            return handler
-        }
-        return Logger(label: "apns-mock")
-    }
-}
-
-enum LogFormat: String, ExpressibleByArgument, CaseIterable, Sendable {
-    case text
-    case json
-}
-
-extension Logger.Level: @retroactive ExpressibleByArgument {}
 extension APNSEnvironment: ExpressibleByArgument {}
 extension Configuration.TLSScenario: ExpressibleByArgument {}
-
-/// Writes the command's own output (the listening line, the banner) to standard output, flushed
-/// at once so that scripts waiting for a line see it. Logs go through swift-log to stderr.
-enum Console {
-    static func line(_ text: String) {
-        FileHandle.standardOutput.write(Data((text + "\n").utf8))
-    }
-}
 
 /// Reading `--config` and deriving the certificate material it needs, shared by `serve` and
 /// `certs init`.

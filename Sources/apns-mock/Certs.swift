@@ -1,4 +1,5 @@
 import APNSMock
+import APNSMockCommandLine
 import ArgumentParser
 import Foundation
 
@@ -134,19 +135,5 @@ struct Token: AsyncParsableCommand {
             throw ValidationError("no key at \(path) (serve creates it on its first start; or give --key)")
         }
         return (pem, team ?? first.teamId, keyId ?? key.keyId)
-    }
-}
-
-enum KeyIDs {
-    static func random() -> String {
-        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
-        return String((0..<10).map { _ in alphabet.randomElement()! })
-    }
-
-    static func fromFileName(_ path: String) -> String? {
-        let name = (path as NSString).lastPathComponent
-        guard name.hasPrefix("AuthKey_"), name.hasSuffix(".p8") else { return nil }
-        let id = name.dropFirst("AuthKey_".count).dropLast(".p8".count)
-        return id.isEmpty ? nil : String(id)
     }
 }

@@ -1,4 +1,5 @@
 import APNSMock
+import APNSMockCommandLine
 import APNSMockCore
 import ArgumentParser
 import Foundation

@@ -126,7 +126,7 @@ struct SendTally: Sendable {
         details += other.details
     }
 
-    static func key(_ response: APNSResponse) -> String {
+    static func key(_ response: ProviderAnswer) -> String {
         if let reason = response.reason { return "\(response.status) \(reason)" }
         return "\(response.status)"
     }
@@ -146,7 +146,7 @@ struct Retry: Sendable {
 final class Lane {
     static let maximumAttempts = 3
 
-    private let connection: APNSConnection
+    private let connection: ProviderConnection
     private let budget: SendBudget
     private let factory: PushFactory
     private let slots: Int
@@ -158,7 +158,7 @@ final class Lane {
     private var closed = false
     private let done: EventLoopPromise<(SendTally, [Retry])>
 
-    init(connection: APNSConnection, budget: SendBudget, factory: PushFactory, slots: Int, retries: [Retry], keepDetails: Bool) {
+    init(connection: ProviderConnection, budget: SendBudget, factory: PushFactory, slots: Int, retries: [Retry], keepDetails: Bool) {
         self.connection = connection
         self.budget = budget
         self.factory = factory
@@ -252,7 +252,7 @@ enum SendRunner {
     static func run(_ job: SendJob, logger: Logger) async throws -> SendResult {
         let budget = SendBudget(total: job.count)
         let group = MultiThreadedEventLoopGroup.singleton
-        let live = NIOLockedValueBox<[ObjectIdentifier: APNSConnection]>([:])
+        let live = NIOLockedValueBox<[ObjectIdentifier: ProviderConnection]>([:])
         let clock = ContinuousClock()
         let start = clock.now
 
@@ -296,16 +296,16 @@ enum SendRunner {
     /// gives up after three connections in a row that got nothing answered.
     private static func runLane(
         _ job: SendJob, slots: Int, budget: SendBudget, group: any EventLoopGroup,
-        live: NIOLockedValueBox<[ObjectIdentifier: APNSConnection]>, logger: Logger
+        live: NIOLockedValueBox<[ObjectIdentifier: ProviderConnection]>, logger: Logger
     ) async throws -> SendTally {
         var tally = SendTally()
         var retries: [Retry] = []
         var fruitless = 0
         var first = true
         while !budget.timedOut.load(ordering: .relaxed), !retries.isEmpty || budget.untaken > 0 {
-            let connection: APNSConnection
+            let connection: ProviderConnection
             do {
-                connection = try await APNSConnection.connect(to: job.target, tls: job.tls, group: group, timeout: job.timeout)
+                connection = try await ProviderConnection.connect(to: job.target, tls: job.tls, group: group, timeout: job.timeout)
             } catch {
                 if first { throw error }
                 logger.warning("\(error.description)")
@@ -341,7 +341,7 @@ enum SendRunner {
     /// Every 100 ms: redraws the progress bar and gives up when nothing was answered for
     /// `timeout` (closing the connections ends the pushes in flight).
     private static func monitor(
-        budget: SendBudget, timeout: TimeAmount, progress: Bool, live: NIOLockedValueBox<[ObjectIdentifier: APNSConnection]>
+        budget: SendBudget, timeout: TimeAmount, progress: Bool, live: NIOLockedValueBox<[ObjectIdentifier: ProviderConnection]>
     ) async {
         let clock = ContinuousClock()
         let start = clock.now

@@ -14,7 +14,7 @@ struct OutgoingPush: Sendable {
 }
 
 /// What APNs answered to one push.
-struct APNSResponse: Sendable {
+struct ProviderAnswer: Sendable {
     var status: Int
     var apnsID: String?
     var uniqueID: String?
@@ -43,7 +43,7 @@ struct PushFailure: Error, Sendable {
 }
 
 enum PushOutcome: Sendable {
-    case response(APNSResponse)
+    case response(ProviderAnswer)
     case failed(PushFailure)
 }
 
@@ -80,7 +80,7 @@ struct ConnectFailure: Error, Sendable, CustomStringConvertible {
 
 /// One HTTP/2 connection over TLS to APNs (or apns-mock), built on swift-nio-http2 and
 /// swift-nio-ssl: each push is a stream of the connection's multiplexer.
-final class APNSConnection: Sendable {
+final class ProviderConnection: Sendable {
     let channel: any Channel
     private let multiplexer: NIOHTTP2Handler.StreamMultiplexer
     private let watcher: NIOLoopBound<ConnectionWatcher>
@@ -96,7 +96,7 @@ final class APNSConnection: Sendable {
     /// Connects, completes the TLS handshake and checks that the server agreed to HTTP/2.
     static func connect(
         to target: SendTarget, tls: NIOSSLContext, group: any EventLoopGroup, timeout: TimeAmount
-    ) async throws(ConnectFailure) -> APNSConnection {
+    ) async throws(ConnectFailure) -> ProviderConnection {
         let bootstrap = ClientBootstrap(group: group)
             .connectTimeout(timeout)
             // TCP level: at the socket level option 1 is SO_DEBUG, which only root may set.
@@ -145,7 +145,7 @@ final class APNSConnection: Sendable {
             channel.close(promise: nil)
             throw ConnectFailure(description: "\(target.dialDescription) does not speak HTTP/2 (ALPN chose \(negotiated.map { "\"\($0)\"" } ?? "nothing"))")
         }
-        return APNSConnection(channel: channel, multiplexer: multiplexer, watcher: watcher)
+        return ProviderConnection(channel: channel, multiplexer: multiplexer, watcher: watcher)
     }
 
     private static let connectionConfiguration: NIOHTTP2Handler.ConnectionConfiguration = {
@@ -331,7 +331,7 @@ final class ConnectionWatcher: ChannelInboundHandler {
             if let tls = error as? NIOSSLError, case .uncleanShutdown = tls {
                 return PushFailure(kind: .connectionClosed, description: "connection closed by the server (without TLS close_notify)")
             }
-            return PushFailure(kind: .connectionClosed, description: "connection failed: \(APNSConnection.oneLine("\(error)"))")
+            return PushFailure(kind: .connectionClosed, description: "connection failed: \(ProviderConnection.oneLine("\(error)"))")
         }
         return PushFailure(kind: .connectionClosed, description: "connection closed")
     }
@@ -424,7 +424,7 @@ final class PushStreamHandler: ChannelInboundHandler {
         if let watcher = try? context.channel.parent?.pipeline.syncOperations.handler(type: ConnectionWatcher.self) {
             return watcher.closedFailure(error)
         }
-        return PushFailure(kind: .connectionClosed, description: error.map { APNSConnection.oneLine("\($0)") } ?? "connection closed")
+        return PushFailure(kind: .connectionClosed, description: error.map { ProviderConnection.oneLine("\($0)") } ?? "connection closed")
     }
 
     static func reset(_ code: HTTP2ErrorCode) -> PushFailure {
@@ -437,7 +437,7 @@ final class PushStreamHandler: ChannelInboundHandler {
             return
         }
         let text = body.map { String(buffer: $0) } ?? ""
-        var response = APNSResponse(
+        var response = ProviderAnswer(
             status: status, apnsID: headers.first(name: "apns-id"), uniqueID: headers.first(name: "apns-unique-id"),
             reason: nil, timestamp: nil, body: text)
         if !text.isEmpty, let json = try? JSONValue.parse(text) {

@@ -1,4 +1,4 @@
-import APNSMock
+import APNSMockCommandLine
 import APNSMockCore
 import ArgumentParser
 import Foundation
@@ -8,8 +8,10 @@ import NIOSSL
 
 /// `apns-mock send`: a provider. Sends pushes over HTTP/2 to apns-mock (by default the one on
 /// 127.0.0.1:2197, trusting certs/ca.pem, with the demo token key) or to Apple.
-struct Send: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+public struct Send: AsyncParsableCommand {
+    public init() {}
+
+    public static let configuration = CommandConfiguration(
         abstract: "Send pushes as a provider: to apns-mock (default 127.0.0.1:2197) or to Apple.",
         discussion: """
             The payload is FILE (JSON, or an .apns file as `xcrun simctl push` takes it, whose \
@@ -35,7 +37,7 @@ struct Send: AsyncParsableCommand {
     @OptionGroup(title: "Load") var load: LoadOptions
     @OptionGroup var logging: LoggingOptions
 
-    func run() async throws {
+    public func run() async throws {
         let logger = logging.bootstrap()
         let plan: SendPlan
         do {
@@ -348,7 +350,7 @@ enum TLSSetup {
         do {
             return try NIOSSLContext(configuration: configuration)
         } catch {
-            throw SendInputError("cannot set up TLS: \(APNSConnection.oneLine("\(error)"))")
+            throw SendInputError("cannot set up TLS: \(ProviderConnection.oneLine("\(error)"))")
         }
     }
 
@@ -385,7 +387,7 @@ enum SendOutput {
                 if let uniqueID = response.uniqueID { lines.append("apns-unique-id: \(uniqueID)") }
                 if let reason = response.reason { lines.append("reason: \(reason)") }
                 if let timestamp = response.timestamp { lines.append("timestamp: \(timestamp) (\(iso8601(milliseconds: timestamp)))") }
-                if response.reason == nil, !response.body.isEmpty { lines.append("body: \(APNSConnection.oneLine(response.body))") }
+                if response.reason == nil, !response.body.isEmpty { lines.append("body: \(ProviderConnection.oneLine(response.body))") }
                 if response.status != 200, code == 0 { code = 1 }
             case .failed(let failure):
                 if plan.devices.count > 1 { lines.append("no answer: \(failure.description)") }
