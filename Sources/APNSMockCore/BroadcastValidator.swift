@@ -78,9 +78,90 @@ public struct BroadcastVerdict: Sendable, Equatable {
     }
 }
 
-/// Decides channel-management requests and broadcasts (docs/broadcast.md): an ordered list of
-/// checks, each with one reason, the first failing one deciding, as ``Validator`` does for device
-/// pushes. Pure: the channel store applies a create or delete afterwards.
+/// One check on a broadcast-side request, with the reasons it can answer. Like
+/// ``ValidationStep`` for device pushes, the checks are pure and ordered, and the first that fails
+/// decides; ``BroadcastValidator`` walks ``broadcastOrder`` for a broadcast and
+/// ``managementOrder`` for a channel-management request. The checks both kinds share (the bundle,
+/// the request ID, credentials, the credentials against the bundle, the app's capability, the
+/// channel ID and look-up) are written once, here, and so are the ones they share with device
+/// pushes (``RequestChecks``). docs/broadcast.md lists both orders.
+public enum BroadcastStep: String, CaseIterable, Sendable {
+    /// Management: a path that names no channel operation (404 BadPath), then a method the path
+    /// does not take (405).
+    case managementRoute
+    /// Broadcasts: a path other than `/4/broadcasts/apps/<bundle>` (404 BadPath for POST, else
+    /// 405), then any method but POST (405).
+    case broadcastRoute
+    /// `apns-id` (broadcasts only), as for device pushes.
+    case messageID
+    /// "Ensure that no push type suffix is added to the bundle ID" (TopicDisallowed); a bundle that
+    /// is no topic (BadPath).
+    case bundle
+    /// `apns-request-id` (BadMessageId).
+    case requestID
+    /// The authenticator's refusal of the credentials.
+    case authentication
+    /// The credentials against the bundle (TopicMismatch).
+    case topicMismatch
+    /// The app's broadcast capability (FeatureNotEnabled, `broadcast.disabledApps`).
+    case featureEnabled
+    /// `apns-channel-id` present and well formed (broadcasts; reading and deleting a channel).
+    case channelID
+    /// `apns-push-type` names Live Activities (broadcasts).
+    case pushType
+    /// `apns-expiration` in UNIX seconds, required unless `broadcast.requireExpiration` is off.
+    case expiration
+    /// `apns-priority`: 5 or 10, and 1 with `broadcast.allowPriority1`.
+    case priority
+    /// The channel exists for the app in this environment (broadcasts; reading and deleting).
+    case channelRegistered
+    /// A channel that stores no messages takes only expiration 0 (broadcasts).
+    case expirationForStoragePolicy
+    /// PayloadEmpty, PayloadTooLarge (5 KB for broadcasts).
+    case payloadSize
+    /// Lint findings reject under `validation.strictLint` (broadcasts).
+    case strictLint
+    /// The create body (creating a channel).
+    case createBody
+
+    /// The checks on a channel-management request; the channel checks apply to reading and
+    /// deleting, the create body to creating.
+    public static let managementOrder: [BroadcastStep] = [
+        .managementRoute, .bundle, .requestID, .authentication, .topicMismatch, .featureEnabled,
+        .channelID, .channelRegistered, .createBody,
+    ]
+
+    /// The checks on a broadcast.
+    public static let broadcastOrder: [BroadcastStep] = [
+        .broadcastRoute, .messageID, .bundle, .requestID, .authentication, .topicMismatch, .featureEnabled,
+        .channelID, .pushType, .expiration, .priority, .channelRegistered, .expirationForStoragePolicy,
+        .payloadSize, .strictLint,
+    ]
+
+    /// The reasons this step can answer with.
+    public var reasons: [Reason] {
+        switch self {
+        case .managementRoute, .broadcastRoute: [.badPath, .methodNotAllowed]
+        case .messageID, .requestID: [.badMessageId]
+        case .bundle: [.topicDisallowed, .badPath]
+        case .authentication: Reason.allCases.filter { $0.status == 403 } + [.tooManyProviderTokenUpdates]
+        case .topicMismatch: [.topicMismatch]
+        case .featureEnabled: [.featureNotEnabled]
+        case .channelID: [.missingChannelId, .badChannelId]
+        case .pushType: [.missingPushType, .invalidPushType]
+        case .expiration, .expirationForStoragePolicy: [.badExpirationDate]
+        case .priority: [.badPriority]
+        case .channelRegistered: [.channelNotRegistered]
+        case .payloadSize: [.payloadEmpty, .payloadTooLarge]
+        case .strictLint: Reason.allCases.filter { $0.status == 400 }
+        case .createBody:
+            [.payloadEmpty, .payloadTooLarge, .badRequestPayload, .badRequestParams, .missingPushType, .invalidPushType]
+        }
+    }
+}
+
+/// Decides channel-management requests and broadcasts (docs/broadcast.md) by walking
+/// ``BroadcastStep``'s orders. Pure: the channel store applies a create or delete afterwards.
 public struct BroadcastValidator: Sendable {
     public init() {}
 
@@ -91,53 +172,184 @@ public struct BroadcastValidator: Sendable {
     /// The push type a channel is created for, as Apple spells it in the create body.
     public static let channelPushType = "LiveActivity"
 
-    // MARK: BroadcastChannel management
+    /// What the checks so far have interpreted, for the checks after them.
+    private struct Draft {
+        /// The bundle the path names, once the route step has read it.
+        var bundleID: String?
+        var bundle: String { bundleID ?? "" }
+        var operation: ChannelOperation?
+        var channel: BroadcastChannel?
+        var expiration: Int64 = 0
+        var priority = 10
+        var policy: MessageStoragePolicy?
+        var lint: [LintFinding] = []
+    }
 
-    /// A request on a channel-management listener. Checks, in order: path (404 BadPath), method
-    /// (405 MethodNotAllowed), the bundle (400 TopicDisallowed for a push-type suffix),
-    /// `apns-request-id` (400 BadMessageId), credentials (403), the credentials against the bundle
-    /// (403 TopicMismatch), the app's broadcast capability (400 FeatureNotEnabled), then the
-    /// operation's own checks.
+    /// A request on a channel-management listener, checked in ``BroadcastStep/managementOrder``.
     public func decideManagement(_ request: PushRequest, context: BroadcastContext) -> ChannelRequestVerdict {
-        var verdict = ChannelRequestVerdict(operation: nil, bundleID: nil, channelID: request.channelID, outcome: .rejected(Rejection(.badPath)))
-        let bundle: Substring
-        switch BroadcastPath(request.path ?? "") {
-        case .channels(let bundleID):
-            bundle = bundleID
-            switch request.method {
-            case "POST": verdict.operation = .create
-            case "GET": verdict.operation = .read
-            case "DELETE": verdict.operation = .delete
-            default: break
+        var draft = Draft()
+        var memo = ValidationMemo()
+        for step in BroadcastStep.managementOrder {
+            if let rejection = check(step, request, context, &draft, &memo) {
+                return ChannelRequestVerdict(
+                    operation: draft.operation, bundleID: draft.bundleID,
+                    channelID: request.channelID, outcome: .rejected(rejection))
             }
-        case .allChannels(let bundleID):
-            bundle = bundleID
-            if request.method == "GET" { verdict.operation = .list }
-        case .broadcast, .other:
-            return verdict
         }
-        verdict.bundleID = String(bundle)
-        guard let operation = verdict.operation else {
-            verdict.outcome = .rejected(Rejection(.methodNotAllowed))
-            return verdict
+        let bundleID = draft.bundle
+        let outcome: ChannelRequestVerdict.Outcome
+        switch draft.operation {
+        case .create?:
+            outcome = draft.policy.map { .create($0) } ?? .rejected(Rejection(.badRequestParams))
+        case .read?, .delete?:
+            guard let channel = draft.channel else { return ChannelRequestVerdict(
+                operation: draft.operation, bundleID: bundleID, channelID: request.channelID,
+                outcome: .rejected(Rejection(.channelNotRegistered))) }
+            outcome = draft.operation == .read ? .read(channel) : .delete(channel)
+        case .list?, nil:
+            outcome = .list(context.channels.channels(bundleID: bundleID, environment: context.environment))
         }
-        if let rejection = commonChecks(request, bundleID: verdict.bundleID!, context: context) {
-            verdict.outcome = .rejected(rejection)
-            return verdict
-        }
-        let bundleID = verdict.bundleID!
-        switch operation {
-        case .create:
-            verdict.outcome = decideCreate(request, context: context)
-        case .read, .delete:
-            switch lookUp(request.channelID, bundleID: bundleID, context: context) {
-            case .rejected(let rejection): verdict.outcome = .rejected(rejection)
-            case .found(let channel): verdict.outcome = operation == .read ? .read(channel) : .delete(channel)
+        return ChannelRequestVerdict(operation: draft.operation, bundleID: bundleID, channelID: request.channelID, outcome: outcome)
+    }
+
+    /// `POST /4/broadcasts/apps/<bundle>` on the APNs listener, checked in
+    /// ``BroadcastStep/broadcastOrder``.
+    public func decideBroadcast(
+        _ request: PushRequest, context: BroadcastContext, memo: inout ValidationMemo
+    ) -> BroadcastVerdict {
+        var draft = Draft()
+        for step in BroadcastStep.broadcastOrder {
+            if let rejection = check(step, request, context, &draft, &memo) {
+                return BroadcastVerdict(
+                    bundleID: draft.bundleID, channelID: request.channelID,
+                    outcome: .rejected(rejection))
             }
-        case .list:
-            verdict.outcome = .list(context.channels.channels(bundleID: bundleID, environment: context.environment))
         }
-        return verdict
+        guard let channel = draft.channel else {
+            return BroadcastVerdict(
+                bundleID: draft.bundleID, channelID: request.channelID, outcome: .rejected(Rejection(.channelNotRegistered)))
+        }
+        return BroadcastVerdict(
+            bundleID: draft.bundleID, channelID: request.channelID,
+            outcome: .accepted(AcceptedBroadcast(channel: channel, priority: draft.priority, expiration: draft.expiration, lint: draft.lint)))
+    }
+
+    private func check(
+        _ step: BroadcastStep, _ request: PushRequest, _ context: BroadcastContext, _ draft: inout Draft,
+        _ memo: inout ValidationMemo
+    ) -> Rejection? {
+        switch step {
+        case .managementRoute:
+            switch BroadcastPath(request.path ?? "") {
+            case .channels(let bundleID):
+                draft.bundleID = String(bundleID)
+                switch request.method {
+                case "POST": draft.operation = .create
+                case "GET": draft.operation = .read
+                case "DELETE": draft.operation = .delete
+                default: return Rejection(.methodNotAllowed)
+                }
+            case .allChannels(let bundleID):
+                draft.bundleID = String(bundleID)
+                guard request.method == "GET" else { return Rejection(.methodNotAllowed) }
+                draft.operation = .list
+            case .broadcast, .other:
+                return Rejection(.badPath)
+            }
+            return nil
+
+        case .broadcastRoute:
+            guard case .broadcast(let bundleID) = BroadcastPath(request.path ?? "") else {
+                return Rejection(request.method == "POST" ? .badPath : .methodNotAllowed)
+            }
+            draft.bundleID = String(bundleID)
+            return request.method == "POST" ? nil : Rejection(.methodNotAllowed)
+
+        case .messageID:
+            return RequestChecks.messageID(request.apnsID)
+
+        case .bundle:
+            if PushType.allCases.contains(where: { suffix in
+                suffix.topicSuffixLiteral.utf8CodeUnitCount > 0 && draft.bundle.withUTF8Bytes { $0.hasSuffix(suffix.topicSuffixLiteral) }
+            }) {
+                return Rejection(.topicDisallowed)
+            }
+            return HeaderSyntax.isWellFormedTopic(draft.bundle) ? nil : Rejection(.badPath)
+
+        case .requestID:
+            return RequestChecks.messageID(request.requestID)
+
+        case .authentication:
+            return RequestChecks.authentication(context.authenticationFailure, settings: context.validation)
+
+        case .topicMismatch:
+            // The Live Activity topic is built only when the bundle itself is not allowed.
+            let bundleID = draft.bundle
+            return context.allowedTopics.allows(topic: bundleID, bundleID: Substring(bundleID))
+                || context.allowedTopics.allows(topic: bundleID + PushType.liveactivity.topicSuffix, bundleID: Substring(bundleID))
+                ? nil : Rejection(.topicMismatch)
+
+        case .featureEnabled:
+            let disabled = context.settings.disabledApps
+            return !disabled.isEmpty && disabled.contains(draft.bundle) ? Rejection(.featureNotEnabled) : nil
+
+        case .channelID:
+            guard draft.operation != .create, draft.operation != .list else { return nil }
+            guard let channelID = request.channelID else { return Rejection(.missingChannelId) }
+            return ChannelID.isWellFormed(channelID) ? nil : Rejection(.badChannelId)
+
+        case .pushType:
+            guard let pushType = request.pushType else { return Rejection(.missingPushType) }
+            return Self.isLiveActivity(pushType, exactly: PushType.liveactivity.rawValue, strict: context.settings.strictPushTypeSpelling)
+                ? nil : Rejection(.invalidPushType)
+
+        case .expiration:
+            guard let value = request.expiration else {
+                return context.settings.requireExpiration ? Rejection(.badExpirationDate) : nil
+            }
+            guard let seconds = HeaderSyntax.expiration(value) else { return Rejection(.badExpirationDate) }
+            draft.expiration = seconds
+            return nil
+
+        case .priority:
+            guard let value = request.priority else { return nil }
+            guard let priority = HeaderSyntax.priority(value), priority != 1 || context.settings.allowPriority1 else {
+                return Rejection(.badPriority)
+            }
+            draft.priority = priority
+            return nil
+
+        case .channelRegistered:
+            guard draft.operation != .create, draft.operation != .list, let channelID = request.channelID else { return nil }
+            draft.channel = context.channels.channel(id: channelID, bundleID: draft.bundle, environment: context.environment)
+            return draft.channel == nil ? Rejection(.channelNotRegistered) : nil
+
+        case .expirationForStoragePolicy:
+            return draft.channel?.storagePolicy == .noMessageStored && draft.expiration != 0 ? Rejection(.badExpirationDate) : nil
+
+        case .payloadSize:
+            return RequestChecks.payloadSize(request.bodyLength, limit: Self.broadcastPayloadLimit)
+
+        case .strictLint:
+            // The payload's own findings depend on its bytes alone: memoized while a connection
+            // repeats the payload (the memo keys on them). Whether a subscribed channel exists is
+            // looked up each time: channels come and go.
+            draft.lint = memo.lint(request, pushType: .liveactivity, broadcast: true) { request, pushType in
+                guard request.bodyLength == request.body.count else { return [] }
+                var findings = Lint.findings(payload: request.body, pushType: pushType)
+                if Lint.startsLiveActivity(request.body) {
+                    findings.append(LintFinding(
+                        .broadcastStartsLiveActivity, "a broadcast cannot start a Live Activity (\"aps.event\": \"start\")"))
+                }
+                return findings
+            }
+            draft.lint += Self.channelFindings(request.body, bundleID: draft.bundle, context: context)
+            return RequestChecks.strictLint(draft.lint, settings: context.validation)
+
+        case .createBody:
+            guard draft.operation == .create else { return nil }
+            return checkCreateBody(request, context: context, &draft)
+        }
     }
 
     /// The create body: `{"message-storage-policy": 0|1, "push-type": "LiveActivity"}`, both
@@ -145,136 +357,35 @@ public struct BroadcastValidator: Sendable {
     /// BadRequestPayload; an attribute Apple does not define, a repeated one or a policy other than
     /// 0 or 1 (or none): BadRequestParams; no push type: MissingPushType; another push type:
     /// InvalidPushType.
-    private func decideCreate(_ request: PushRequest, context: BroadcastContext) -> ChannelRequestVerdict.Outcome {
-        if request.bodyLength == 0 { return .rejected(Rejection(.payloadEmpty)) }
-        if request.bodyLength > Self.managementBodyLimit { return .rejected(Rejection(.payloadTooLarge)) }
+    private func checkCreateBody(_ request: PushRequest, context: BroadcastContext, _ draft: inout Draft) -> Rejection? {
+        if let rejection = RequestChecks.payloadSize(request.bodyLength, limit: Self.managementBodyLimit) { return rejection }
         guard let body = try? JSONValue.parse(request.body), let members = body.members else {
-            return .rejected(Rejection(.badRequestPayload))
+            return Rejection(.badRequestPayload)
         }
         var policy: MessageStoragePolicy?
         var pushType: String?
         var seen: Set<String> = []
         for member in members {
-            guard seen.insert(member.key).inserted else { return .rejected(Rejection(.badRequestParams)) }
+            guard seen.insert(member.key).inserted else { return Rejection(.badRequestParams) }
             switch member.key {
             case "message-storage-policy":
                 guard let value = member.value.integerValue, let parsed = MessageStoragePolicy(rawValue: Int(clamping: value)) else {
-                    return .rejected(Rejection(.badRequestParams))
+                    return Rejection(.badRequestParams)
                 }
                 policy = parsed
             case "push-type":
-                guard let text = member.value.stringValue else { return .rejected(Rejection(.invalidPushType)) }
+                guard let text = member.value.stringValue else { return Rejection(.invalidPushType) }
                 pushType = text
             default:
-                return .rejected(Rejection(.badRequestParams))
+                return Rejection(.badRequestParams)
             }
         }
-        guard let pushType else { return .rejected(Rejection(.missingPushType)) }
+        guard let pushType else { return Rejection(.missingPushType) }
         guard Self.isLiveActivity(pushType, exactly: Self.channelPushType, strict: context.settings.strictPushTypeSpelling)
-        else { return .rejected(Rejection(.invalidPushType)) }
-        guard let policy else { return .rejected(Rejection(.badRequestParams)) }
-        return .create(policy)
-    }
-
-    // MARK: Broadcasts
-
-    /// `POST /4/broadcasts/apps/<bundle>` on the APNs listener. Checks, in order: method (405),
-    /// path (404 BadPath), the bundle (400 TopicDisallowed for a push-type suffix), `apns-id` and
-    /// `apns-request-id` (400 BadMessageId), credentials (403), TopicMismatch (403),
-    /// FeatureNotEnabled, MissingChannelId, BadChannelId, MissingPushType, InvalidPushType,
-    /// BadExpirationDate (missing or not UNIX seconds), BadPriority, ChannelNotRegistered,
-    /// BadExpirationDate (non-zero on a no-storage channel), PayloadEmpty, PayloadTooLarge, then
-    /// strict lint.
-    public func decideBroadcast(
-        _ request: PushRequest, context: BroadcastContext, memo: inout ValidationMemo
-    ) -> BroadcastVerdict {
-        var verdict = BroadcastVerdict(bundleID: nil, channelID: request.channelID, outcome: .rejected(Rejection(.methodNotAllowed)))
-        guard case .broadcast(let bundle) = BroadcastPath(request.path ?? "") else {
-            verdict.outcome = .rejected(Rejection(request.method == "POST" ? .badPath : .methodNotAllowed))
-            return verdict
-        }
-        verdict.bundleID = String(bundle)
-        guard request.method == "POST" else { return verdict }
-        if let apnsID = request.apnsID, !HeaderSyntax.isCanonicalUUID(apnsID) {
-            verdict.outcome = .rejected(Rejection(.badMessageId))
-            return verdict
-        }
-        if let rejection = commonChecks(request, bundleID: verdict.bundleID!, context: context) {
-            verdict.outcome = .rejected(rejection)
-            return verdict
-        }
-        guard let channelID = request.channelID else {
-            verdict.outcome = .rejected(Rejection(.missingChannelId))
-            return verdict
-        }
-        guard ChannelID.isWellFormed(channelID) else {
-            verdict.outcome = .rejected(Rejection(.badChannelId))
-            return verdict
-        }
-        guard let pushType = request.pushType else {
-            verdict.outcome = .rejected(Rejection(.missingPushType))
-            return verdict
-        }
-        guard Self.isLiveActivity(pushType, exactly: PushType.liveactivity.rawValue, strict: context.settings.strictPushTypeSpelling)
-        else {
-            verdict.outcome = .rejected(Rejection(.invalidPushType))
-            return verdict
-        }
-        var expiration: Int64 = 0
-        if let value = request.expiration {
-            guard let seconds = HeaderSyntax.expiration(value) else {
-                verdict.outcome = .rejected(Rejection(.badExpirationDate))
-                return verdict
-            }
-            expiration = seconds
-        } else if context.settings.requireExpiration {
-            verdict.outcome = .rejected(Rejection(.badExpirationDate))
-            return verdict
-        }
-        var priority = 10
-        if let value = request.priority {
-            guard let parsed = HeaderSyntax.priority(value), parsed != 1 || context.settings.allowPriority1 else {
-                verdict.outcome = .rejected(Rejection(.badPriority))
-                return verdict
-            }
-            priority = parsed
-        }
-        guard let channel = context.channels.channel(id: channelID, bundleID: verdict.bundleID!, environment: context.environment)
-        else {
-            verdict.outcome = .rejected(Rejection(.channelNotRegistered))
-            return verdict
-        }
-        if channel.storagePolicy == .noMessageStored, expiration != 0 {
-            verdict.outcome = .rejected(Rejection(.badExpirationDate))
-            return verdict
-        }
-        if request.bodyLength == 0 {
-            verdict.outcome = .rejected(Rejection(.payloadEmpty))
-            return verdict
-        }
-        if request.bodyLength > Self.broadcastPayloadLimit {
-            verdict.outcome = .rejected(Rejection(.payloadTooLarge))
-            return verdict
-        }
-        // The payload's own findings depend on its bytes alone: memoized while a connection repeats
-        // the payload (the memo keys on them). Whether a subscribed channel exists is looked up
-        // each time: channels come and go.
-        var lint = memo.lint(request, pushType: .liveactivity, broadcast: true) { request, pushType in
-            guard request.bodyLength == request.body.count else { return [] }
-            var findings = Lint.findings(payload: request.body, pushType: pushType)
-            if Lint.startsLiveActivity(request.body) {
-                findings.append(LintFinding(
-                    .broadcastStartsLiveActivity, "a broadcast cannot start a Live Activity (\"aps.event\": \"start\")"))
-            }
-            return findings
-        }
-        lint += Self.channelFindings(request.body, bundleID: verdict.bundleID!, context: context)
-        if context.validation.strictLint, !lint.isEmpty {
-            verdict.outcome = .rejected(Rejection(context.validation.lintRejectionReason))
-            return verdict
-        }
-        verdict.outcome = .accepted(AcceptedBroadcast(channel: channel, priority: priority, expiration: expiration, lint: lint))
-        return verdict
+        else { return Rejection(.invalidPushType) }
+        guard let policy else { return Rejection(.badRequestParams) }
+        draft.policy = policy
+        return nil
     }
 
     /// The finding for a Live Activity payload whose `aps.input-push-channel` names no channel of
@@ -287,46 +398,6 @@ public struct BroadcastValidator: Sendable {
         return [LintFinding(
             .liveActivityUnknownChannel,
             "\"aps.input-push-channel\" names no channel of \(bundleID) in the \(context.environment.rawValue) environment")]
-    }
-
-    // MARK: Shared checks
-
-    /// Bundle, request ID, credentials, TopicMismatch, FeatureNotEnabled.
-    private func commonChecks(_ request: PushRequest, bundleID: String, context: BroadcastContext) -> Rejection? {
-        // "Ensure that no push type suffix is added to the bundle ID."
-        if PushType.allCases.contains(where: { suffix in
-            suffix.topicSuffixLiteral.utf8CodeUnitCount > 0 && bundleID.withUTF8Bytes { $0.hasSuffix(suffix.topicSuffixLiteral) }
-        }) {
-            return Rejection(.topicDisallowed)
-        }
-        guard HeaderSyntax.isWellFormedTopic(bundleID) else { return Rejection(.badPath) }
-        if let requestID = request.requestID, !HeaderSyntax.isCanonicalUUID(requestID) {
-            return Rejection(.badMessageId)
-        }
-        if let failure = context.authenticationFailure {
-            return context.validation.rejection(failure.reason, timestamp: failure.timestamp)
-        }
-        // The Live Activity topic is built only when the bundle itself is not allowed.
-        guard context.allowedTopics.allows(topic: bundleID, bundleID: Substring(bundleID))
-            || context.allowedTopics.allows(topic: bundleID + PushType.liveactivity.topicSuffix, bundleID: Substring(bundleID))
-        else { return Rejection(.topicMismatch) }
-        if !context.settings.disabledApps.isEmpty, context.settings.disabledApps.contains(bundleID) {
-            return Rejection(.featureNotEnabled)
-        }
-        return nil
-    }
-
-    private enum LookUp {
-        case found(BroadcastChannel)
-        case rejected(Rejection)
-    }
-
-    private func lookUp(_ channelID: String?, bundleID: String, context: BroadcastContext) -> LookUp {
-        guard let channelID else { return .rejected(Rejection(.missingChannelId)) }
-        guard ChannelID.isWellFormed(channelID) else { return .rejected(Rejection(.badChannelId)) }
-        guard let channel = context.channels.channel(id: channelID, bundleID: bundleID, environment: context.environment)
-        else { return .rejected(Rejection(.channelNotRegistered)) }
-        return .found(channel)
     }
 
     /// Whether `value` names the Live Activity push type: exactly `exact` when strict, in any

@@ -231,6 +231,34 @@ public enum ValidationStep: String, CaseIterable, Sendable {
     }
 }
 
+/// The checks device pushes and broadcast-side requests share, written once: each gives the
+/// rejection, or `nil` when the request passes.
+public enum RequestChecks {
+    /// `apns-id` or `apns-request-id`: absent, or a UUID in its canonical form (BadMessageId).
+    public static func messageID(_ id: String?) -> Rejection? {
+        guard let id else { return nil }
+        return HeaderSyntax.isCanonicalUUID(id) ? nil : Rejection(.badMessageId)
+    }
+
+    /// The authenticator's refusal, as the settings answer it (``ValidationSettings/rejection(_:timestamp:)``).
+    public static func authentication(_ failure: Rejection?, settings: ValidationSettings) -> Rejection? {
+        guard let failure else { return nil }
+        return settings.rejection(failure.reason, timestamp: failure.timestamp)
+    }
+
+    /// PayloadEmpty for no body, PayloadTooLarge past `limit` bytes.
+    public static func payloadSize(_ length: Int, limit: Int) -> Rejection? {
+        if length == 0 { return Rejection(.payloadEmpty) }
+        return length <= limit ? nil : Rejection(.payloadTooLarge)
+    }
+
+    /// Under `validation.strictLint`, any finding rejects with the configured reason.
+    public static func strictLint(_ findings: [LintFinding], settings: ValidationSettings) -> Rejection? {
+        guard settings.strictLint, !findings.isEmpty else { return nil }
+        return Rejection(settings.lintRejectionReason)
+    }
+}
+
 /// Decides whether APNs would accept a request, and if not, with which reason.
 ///
 /// Validation is an ordered list of pure checks (the pattern of pushy's
@@ -346,8 +374,7 @@ public struct Validator: Sendable {
             return request.duplicatedHeader == nil ? nil : Rejection(.duplicateHeaders)
 
         case .messageID:
-            guard let id = request.apnsID else { return nil }
-            return HeaderSyntax.isCanonicalUUID(id) ? nil : Rejection(.badMessageId)
+            return RequestChecks.messageID(request.apnsID)
 
         case .expiration:
             guard let value = request.expiration else { return nil }
@@ -389,24 +416,19 @@ public struct Validator: Sendable {
             return draft.pushType.allowedPriorities.contains(priority) ? nil : Rejection(.badPriority)
 
         case .authentication:
-            guard let failure = context.authenticationFailure else { return nil }
-            return settings.rejection(failure.reason, timestamp: failure.timestamp)
+            return RequestChecks.authentication(context.authenticationFailure, settings: settings)
 
         case .topicAllowed:
             return memo.allows(topic: draft.topic, bundleID: draft.bundleID, in: context.allowedTopics)
                 ? nil : Rejection(.topicDisallowed)
 
         case .payloadSize:
-            if request.bodyLength == 0 {
-                return Rejection(.payloadEmpty)
-            }
-            return request.bodyLength <= draft.pushType.payloadLimit ? nil : Rejection(.payloadTooLarge)
+            return RequestChecks.payloadSize(request.bodyLength, limit: draft.pushType.payloadLimit)
 
         case .strictLint:
             let findings = memo.lint(request, pushType: draft.pushType, lint)
             draft.lint = findings
-            guard settings.strictLint, !findings.isEmpty else { return nil }
-            return Rejection(settings.lintRejectionReason)
+            return RequestChecks.strictLint(findings, settings: settings)
 
         case .deviceRegistry:
             if context.devices.isEmpty, context.devices.policy == .open {

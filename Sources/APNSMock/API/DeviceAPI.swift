@@ -46,8 +46,7 @@ struct DeviceAPI: Sendable {
                 context: BroadcastContext(environment: environment, channels: state.channels.refreshed(from: channels.registry)))
             if !findings.isEmpty {
                 push.lint += findings
-                decision = validator.settings.strictLint
-                    ? .rejected(Rejection(validator.settings.lintRejectionReason)) : .accepted(push)
+                decision = RequestChecks.strictLint(push.lint, settings: validator.settings).map { .rejected($0) } ?? .accepted(push)
             }
         }
         let apnsID = APNSResponse.RequestID.take(request.apnsID, random: &state.random)
