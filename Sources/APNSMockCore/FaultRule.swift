@@ -79,8 +79,10 @@ public struct FaultRule: Sendable, Equatable {
         }
     }
 
-    /// What happens to the stream or the connection instead of (or besides) an answer.
-    public enum Action: String, Sendable, CaseIterable, Codable {
+    /// What happens to the stream or the connection instead of (or besides) an answer, each with
+    /// its own parameters. The one representation of a fault's action: the configuration and the
+    /// admin API decode into it, the recorder hands it to the connection, which carries it out.
+    public enum Action: Sendable, Equatable {
         /// GOAWAY, with `respond`'s error body as debug data when the rule has one.
         case goaway
         /// RST_STREAM on the request's stream only.
@@ -90,19 +92,57 @@ public struct FaultRule: Sendable, Equatable {
         /// Never answer the request's stream; the connection's other streams go on.
         case hang
         /// Reset the TCP connection (RST): no GOAWAY, no TLS close_notify.
-        case tcpReset = "tcp-reset"
-        /// Lower the connection's MAX_CONCURRENT_STREAMS to ``FaultRule/maxConcurrentStreams``
-        /// (restored after ``FaultRule/durationMs`` when given); the request is answered.
-        case shrinkStreams = "shrink-streams"
-        /// Leave the connection's PING frames unanswered for ``FaultRule/durationMs``; the request
-        /// is answered.
-        case ignorePings = "ignore-pings"
+        case tcpReset
+        /// Lower the connection's MAX_CONCURRENT_STREAMS to `maxConcurrentStreams`, restored after
+        /// `durationMs` when given (else for the connection's life); the request is answered.
+        case shrinkStreams(maxConcurrentStreams: Int, durationMs: Int?)
+        /// Leave the connection's PING frames unanswered for `durationMs`; the request is answered.
+        case ignorePings(durationMs: Int)
+
+        /// The action's name, as the configuration, the admin API and records spell it.
+        public enum Name: String, Sendable, CaseIterable, Codable {
+            case goaway
+            case reset
+            case close
+            case hang
+            case tcpReset = "tcp-reset"
+            case shrinkStreams = "shrink-streams"
+            case ignorePings = "ignore-pings"
+        }
+
+        public var name: Name {
+            switch self {
+            case .goaway: .goaway
+            case .reset: .reset
+            case .close: .close
+            case .hang: .hang
+            case .tcpReset: .tcpReset
+            case .shrinkStreams: .shrinkStreams
+            case .ignorePings: .ignorePings
+            }
+        }
 
         /// Whether the request still gets its answer (the action is on the connection).
         public var answers: Bool {
             switch self {
             case .shrinkStreams, .ignorePings: true
             case .goaway, .reset, .close, .hang, .tcpReset: false
+            }
+        }
+
+        /// `shrink-streams`' new limit.
+        public var maxConcurrentStreams: Int? {
+            if case .shrinkStreams(let limit, _) = self { return limit }
+            return nil
+        }
+
+        /// `shrink-streams`' time until the limit is restored; `ignore-pings`' time PINGs go
+        /// unanswered.
+        public var durationMs: Int? {
+            switch self {
+            case .shrinkStreams(_, let duration): duration
+            case .ignorePings(let duration): duration
+            default: nil
             }
         }
     }
@@ -118,11 +158,6 @@ public struct FaultRule: Sendable, Equatable {
     public var times: Int?
     /// The chance, 0...1, that a matching request is affected.
     public var probability: Double
-    /// `shrink-streams`: the connection's new MAX_CONCURRENT_STREAMS.
-    public var maxConcurrentStreams: Int?
-    /// `shrink-streams`: how long until the limit is restored (`nil`: for the connection's life);
-    /// `ignore-pings`: how long PINGs go unanswered.
-    public var durationMs: Int?
 
     public init(
         match: Match = Match(),
@@ -200,9 +235,7 @@ public struct FaultRule: Sendable, Equatable {
         if let respond = fields.optional("respond") {
             rule.respond = try decodeResponse(respond)
         }
-        if let action = fields.optional("action") {
-            rule.action = try action.oneOf(Action.self)
-        }
+        let actionName = try fields.optional("action")?.oneOf(Action.Name.self)
         if let delay = fields.optional("delayMs") {
             rule.delayMs = try delay.integer(in: 0...maximumDelayMs)
         }
@@ -213,33 +246,49 @@ public struct FaultRule: Sendable, Equatable {
             rule.probability = try probability.number(in: 0...1)
         }
 
+        var streamLimit: Int?
         if let streams = fields.optional("maxConcurrentStreams") {
-            guard rule.action == .shrinkStreams else {
+            guard actionName == .shrinkStreams else {
                 throw streams.error(.contradiction, "only the shrink-streams action takes maxConcurrentStreams")
             }
             guard serverMaximum >= 1 else { throw streams.error(.invalidValue, "the server allows no streams") }
-            rule.maxConcurrentStreams = try streams.integer(in: 1...serverMaximum)
+            streamLimit = try streams.integer(in: 1...serverMaximum)
         }
+        var durationMs: Int?
         if let duration = fields.optional("durationMs") {
-            guard rule.action == .shrinkStreams || rule.action == .ignorePings else {
+            guard actionName == .shrinkStreams || actionName == .ignorePings else {
                 throw duration.error(.contradiction, "only the shrink-streams and ignore-pings actions take durationMs")
             }
-            rule.durationMs = try duration.integer(in: 1...maximumDurationMs)
+            durationMs = try duration.integer(in: 1...maximumDurationMs)
         }
 
-        switch rule.action {
+        switch actionName {
         case .reset?, .close?, .hang?, .tcpReset?:
             if let respond = fields.optional("respond") {
-                throw respond.error(.contradiction, "a \"\(rule.action?.rawValue ?? "")\" action sends no response; remove respond")
+                throw respond.error(.contradiction, "a \"\(actionName?.rawValue ?? "")\" action sends no response; remove respond")
+            }
+            switch actionName {
+            case .reset?: rule.action = .reset
+            case .close?: rule.action = .close
+            case .hang?: rule.action = .hang
+            default: rule.action = .tcpReset
             }
         case .shrinkStreams?:
             // shrink-streams needs its new limit; the error names the missing field.
-            _ = try fields.required("maxConcurrentStreams")
+            let limit: Int
+            if let streamLimit { limit = streamLimit } else {
+                limit = try fields.required("maxConcurrentStreams").integer(in: 1...serverMaximum)
+            }
+            rule.action = .shrinkStreams(maxConcurrentStreams: limit, durationMs: durationMs)
         case .ignorePings?:
             // ignore-pings needs how long PINGs go unanswered.
-            _ = try fields.required("durationMs")
+            let duration: Int
+            if let durationMs { duration = durationMs } else {
+                duration = try fields.required("durationMs").integer(in: 1...maximumDurationMs)
+            }
+            rule.action = .ignorePings(durationMs: duration)
         case .goaway?:
-            break
+            rule.action = .goaway
         case nil:
             if rule.respond == nil, rule.delayMs == 0 {
                 throw field.error(.missingField, "the rule does nothing: give respond, action or delayMs")

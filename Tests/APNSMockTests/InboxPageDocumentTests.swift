@@ -38,7 +38,7 @@ struct InboxPageDocumentTests {
         #expect(output.exitCode == 0, "\(output.stderr)")
     }
 
-    /// The form's action list is every ``FaultRule/Action``, once each, after "none".
+    /// The form's action list is every ``FaultRule/Action/Name``, once each, after "none".
     @Test func theFaultFormOffersEveryAction() throws {
         let html = try Self.file("inbox.html")
         let start = try #require(html.range(of: #"<select id="fault-action">"#))
@@ -49,7 +49,7 @@ struct InboxPageDocumentTests {
             return String(rest.prefix { $0 != "\"" })
         }
         #expect(options.first == "")
-        #expect(Set(options.dropFirst()) == Set(FaultRule.Action.allCases.map(\.rawValue)))
-        #expect(options.count == FaultRule.Action.allCases.count + 1)
+        #expect(Set(options.dropFirst()) == Set(FaultRule.Action.Name.allCases.map(\.rawValue)))
+        #expect(options.count == FaultRule.Action.Name.allCases.count + 1)
     }
 }

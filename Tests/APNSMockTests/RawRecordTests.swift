@@ -28,7 +28,7 @@ struct RawRecordTests {
     func everyFieldComesBack(echoedID: Bool, broadcast: Bool) {
         for rejection in Self.rejections {
             for status in [nil, 200, 410] as [Int?] {
-                for action in [nil, FaultRule.Action.hang] {
+                for action in [nil, FaultRule.Action.Name.hang] {
                     let details = broadcast
                         ? RawRecord.BroadcastDetails(kind: .broadcast, bundleID: "com.example.app", channelID: "c", operation: nil) : nil
                     let apnsID: APNSResponse.RequestID = echoedID ? .echoed(Self.echoed) : .generated(Self.generated)

@@ -3,24 +3,21 @@ import APNSMockCore
 /// What the connection does with a request once it is decided and recorded: answer it (perhaps
 /// late), or act on the stream or the connection instead because a fault rule said so.
 struct Answer {
-    /// What the connection does besides (or instead of) answering.
-    enum Action: Equatable {
-        /// RST_STREAM(INTERNAL_ERROR) instead of a response.
-        case resetStream
-        /// The request is refused (RST_STREAM REFUSED_STREAM, so the client may retry it) and the
-        /// connection ends with GOAWAY carrying `debugData`.
-        case goAway(debugData: [UInt8])
-        /// The TCP connection is dropped without TLS close_notify or GOAWAY.
-        case close
-        /// The stream is never answered; it ends when the client resets it or the connection closes.
-        case hang
-        /// The TCP connection is reset (RST): no GOAWAY, no TLS close_notify.
-        case tcpReset
-        /// SETTINGS lowers the connection's MAX_CONCURRENT_STREAMS to `limit`, restored after
-        /// `durationMs` when given; the request is still answered.
-        case shrinkStreams(limit: UInt32, durationMs: Int?)
-        /// PINGs go unanswered for `durationMs`; the request is still answered.
-        case ignorePings(durationMs: Int)
+    /// The answer with `rule` applied: its delay and action, and `replace` called with the rule's
+    /// rejection when the rule answers with one (a 410's timestamp filled in from `now`). An action
+    /// that replaces the response leaves none.
+    init(response: Response, rule: FaultRule?, now: () -> Int64, replace: (Rejection) -> Response) {
+        self.response = response
+        guard let rule else { return }
+        delayMs = rule.delayMs
+        action = rule.action
+        if rule.action?.answers == false {
+            if rule.action == .goaway, let reason = rule.respond?.reason { goAwayReason = reason }
+            self.response = nil
+        } else if var rejection = rule.respond {
+            if rejection.reason.carriesTimestamp, rejection.timestamp == nil { rejection.timestamp = now() }
+            self.response = replace(rejection)
+        }
     }
 
     /// A response in its API's terms: laid out for HTTP/2 only when it is submitted (each is an
@@ -39,7 +36,11 @@ struct Answer {
 
     /// `nil` when ``action`` replaces the response (shrink-streams and ignore-pings keep it).
     var response: Response?
-    var action: Action?
+    /// A fault rule's action, which the connection carries out besides (or instead of) answering.
+    var action: FaultRule.Action?
+    /// The error body a `goaway` action sends as GOAWAY's debug data: the rule's `respond`, else
+    /// Shutdown.
+    var goAwayReason: Reason = .shutdown
     /// Answer or act after this many milliseconds, from an event-loop timer.
     var delayMs: Int = 0
     /// The request's record (0: recording is off), whose ``RawRecord/responseWritten`` the

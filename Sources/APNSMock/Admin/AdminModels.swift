@@ -73,12 +73,12 @@ public struct FaultView: Codable, Sendable, Equatable {
             kind: rule.match.kind?.rawValue, channelId: rule.match.channelId,
             connection: rule.match.connection, afterRequests: rule.match.afterRequests)
         respond = rule.respond.map { Respond(status: $0.status, reason: $0.wireReason, timestamp: $0.timestamp) }
-        action = rule.action?.rawValue
+        action = rule.action?.name.rawValue
         delayMs = rule.delayMs
         times = rule.times
         probability = rule.probability
-        maxConcurrentStreams = rule.maxConcurrentStreams
-        durationMs = rule.durationMs
+        maxConcurrentStreams = rule.action?.maxConcurrentStreams
+        durationMs = rule.action?.durationMs
         remaining = entry.remaining
         applied = entry.applied
     }

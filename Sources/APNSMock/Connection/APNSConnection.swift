@@ -341,13 +341,13 @@ extension APNSConnection: HTTP2SessionDelegate {
         switch answer.action {
         case nil:
             break
-        case .resetStream?:
+        case .reset?:
             session.reset(stream, id: id, code: .internalError)
-        case .goAway(let debugData)?:
+        case .goaway?:
             // The request that triggered it is refused, so a client knows it may retry it.
             session.reset(stream, id: id, code: .refusedStream)
             logger.debug("sending GOAWAY (fault)")
-            session.submitGoAway(debugData: debugData)
+            session.submitGoAway(debugData: ErrorBody.bytes(for: answer.goAwayReason))
         case .close?:
             abortRequested = .close
             finish(.drained)
@@ -365,7 +365,7 @@ extension APNSConnection: HTTP2SessionDelegate {
                 session.reset(stream, id: id, code: .refusedStream)
             }
         case .shrinkStreams(let limit, let durationMs)?:
-            setStreamLimit(limit, session: session)
+            setStreamLimit(UInt32(clamping: limit), session: session)
             if let durationMs {
                 schedule?(durationMs) { [weak self] in
                     guard let self, case .open(let session) = self.state else { return }

@@ -102,7 +102,7 @@ struct RawRecord: Sendable {
     /// The response's status; 0 when a fault action replaced the response.
     private let statusCode: UInt16
     private let reason: Reason?
-    let action: FaultRule.Action?
+    let action: FaultRule.Action.Name?
     private var flags: Flags
     /// Seconds the mock's clock ran ahead of the wall clock when the request arrived (`/v1/clock`).
     let clockOffset: Int32
@@ -148,7 +148,7 @@ struct RawRecord: Sendable {
 
     init(
         seq: UInt64 = 0, receivedAt: Int64, shape: RequestShape, path: String?, apnsIDHeader: String?, apnsID: APNSResponse.RequestID,
-        uniqueID: UUIDValue?, status: Int?, rejection: Rejection?, injected: Bool, action: FaultRule.Action?,
+        uniqueID: UUIDValue?, status: Int?, rejection: Rejection?, injected: Bool, action: FaultRule.Action.Name?,
         streamID: Int32, broadcast: BroadcastDetails? = nil, responseWritten: Bool = false, clockOffset: Int64 = 0
     ) {
         var flags: Flags = injected ? [.injected] : []

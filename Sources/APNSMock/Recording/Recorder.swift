@@ -9,46 +9,6 @@ struct Recorder: Sendable {
     let state: MockState
     let logger: Logger
 
-    /// What a fault rule made of the answer: its action, or a replacement rejection.
-    private struct Injection {
-        var rule: FaultRule
-        var action: FaultRule.Action?
-        var answerAction: Answer.Action?
-        /// The rejection the rule answers with instead of the decided response.
-        var rejection: Rejection?
-        /// Whether a response still goes out (no action, or one that leaves the request answered).
-        var answers: Bool { action?.answers ?? true }
-    }
-
-    private func injection(for rule: FaultRule?) -> Injection? {
-        rule.map(injection(for:))
-    }
-
-    private func injection(for rule: FaultRule) -> Injection {
-        var injection = Injection(rule: rule)
-        if let action = rule.action {
-            injection.action = action
-            switch action {
-            case .reset: injection.answerAction = .resetStream
-            case .close: injection.answerAction = .close
-            case .goaway: injection.answerAction = .goAway(debugData: ErrorBody.bytes(for: rule.respond?.reason ?? .shutdown))
-            case .hang: injection.answerAction = .hang
-            case .tcpReset: injection.answerAction = .tcpReset
-            case .shrinkStreams:
-                injection.answerAction = .shrinkStreams(
-                    limit: UInt32(clamping: rule.maxConcurrentStreams ?? 1), durationMs: rule.durationMs)
-            case .ignorePings: injection.answerAction = .ignorePings(durationMs: rule.durationMs ?? 0)
-            }
-        }
-        if injection.answers, var rejection = rule.respond {
-            if rejection.reason.carriesTimestamp, rejection.timestamp == nil {
-                rejection.timestamp = state.clock.nowMilliseconds()
-            }
-            injection.rejection = rejection
-        }
-        return injection
-    }
-
     /// What a fault rule matches a request of this connection on, besides the request's own facts.
     private func facts(_ facts: FaultRule.Facts, context: ConnectionContext, connection: ConnectionState) -> FaultRule.Facts {
         var facts = facts
@@ -70,24 +30,17 @@ struct Recorder: Sendable {
             }
         }
 
-        var answer = Answer(response: .apns(verdict.response))
-        let injected = injection(
-            for: state.faults.apply(to: request, decision: verdict.decision, connection: context.connectionNumber,
-                                    requestNumber: connection.requestCount))
-        if let injected {
-            answer.delayMs = injected.rule.delayMs
-            answer.action = injected.answerAction
-            if !injected.answers {
-                answer.response = nil
-            } else if let rejection = injected.rejection {
-                verdict.response = .rejected(rejection, apnsID: verdict.response.apnsID)
-                answer.response = .apns(verdict.response)
-            }
+        let rule = state.faults.apply(
+            to: request, decision: verdict.decision, connection: context.connectionNumber, requestNumber: connection.requestCount)
+        let apnsID = verdict.response.apnsID
+        var answer = Answer(response: .apns(verdict.response), rule: rule, now: state.clock.nowMilliseconds) {
+            .apns(.rejected($0, apnsID: apnsID))
         }
+        if case .apns(let response)? = answer.response { verdict.response = response }
 
         let status = answer.response == nil ? nil : verdict.response.status
         let rejection = answer.response == nil ? nil : verdict.response.rejection
-        note(status: status, rejection: rejection, action: injected?.action, kind: .device, id: verdict.response.apnsIDText,
+        note(status: status, rejection: rejection, action: rule?.action?.name, kind: .device, id: verdict.response.apnsIDText,
              streamID: streamID, context: context, connection: &connection)
         if state.records.isEnabled {
             let receivedAt = connection.readTime()
@@ -101,9 +54,9 @@ struct Recorder: Sendable {
                     }
                 },
                 environment: verdict.environment, auth: verdict.auth, connectionID: UInt64(context.connectionNumber))
-            let path = request.path, apnsIDHeader = request.apnsID, apnsID = verdict.response.apnsID
+            let path = request.path, apnsIDHeader = request.apnsID
             let uniqueID = answer.response == nil ? nil : verdict.response.uniqueID
-            let isInjected = injected != nil, action = injected?.action
+            let isInjected = rule != nil, action = rule?.action?.name
             let written = answer.writtenAtOnce, offset = state.clock.offsetSeconds
             answer.recordSeq = state.records.append { seq in
                 RawRecord(
@@ -136,7 +89,7 @@ struct Recorder: Sendable {
             FaultRule.Facts(topic: decided.verdict.bundleID, pushType: .liveactivity, kind: .broadcast, channelID: decided.verdict.channelID),
             context: context, connection: connection))
         return finish(
-            response: &response, injected: injection(for: rule), kind: .broadcast, bundleID: decided.verdict.bundleID,
+            response: &response, rule: rule, kind: .broadcast, bundleID: decided.verdict.bundleID,
             channelID: decided.verdict.channelID,
             operation: nil, interpreted: interpreted, environment: decided.environment, auth: decided.auth,
             request: request, streamID: streamID, context: context, connection: &connection)
@@ -152,10 +105,9 @@ struct Recorder: Sendable {
         let rule = state.faults.apply(facts(
             FaultRule.Facts(topic: verdict.bundleID, kind: .channel, channelID: verdict.channelID),
             context: context, connection: connection))
-        let injected = injection(for: rule)
         var outcome = verdict.outcome
         var channelID = verdict.channelID
-        if injected?.answers ?? true, injected?.rejection == nil, let bundleID = verdict.bundleID {
+        if rule?.action?.answers ?? true, rule?.respond == nil, let bundleID = verdict.bundleID {
             switch outcome {
             case .create(let policy):
                 switch state.channels.create(bundleID: bundleID, environment: decided.environment, policy: policy) {
@@ -163,7 +115,7 @@ struct Recorder: Sendable {
                     channelID = channel.id
                     var response = BroadcastResponse(status: 201, requestID: decided.requestID, channelID: channel.id)
                     return finish(
-                        response: &response, injected: injected, kind: .channel, bundleID: bundleID, channelID: channelID,
+                        response: &response, rule: rule, kind: .channel, bundleID: bundleID, channelID: channelID,
                         operation: verdict.operation, interpreted: nil, environment: decided.environment,
                         auth: decided.auth, request: request, streamID: streamID, context: context,
                         connection: &connection)
@@ -181,7 +133,7 @@ struct Recorder: Sendable {
         }
         var response = ChannelAPI.response(to: outcome, requestID: decided.requestID)
         return finish(
-            response: &response, injected: injected, kind: .channel, bundleID: verdict.bundleID, channelID: channelID,
+            response: &response, rule: rule, kind: .channel, bundleID: verdict.bundleID, channelID: channelID,
             operation: verdict.operation,
             interpreted: nil, environment: decided.environment, auth: decided.auth, request: request,
             streamID: streamID, context: context, connection: &connection)
@@ -189,36 +141,30 @@ struct Recorder: Sendable {
 
     /// Applies a fault rule's outcome to a broadcast-side response, then counts and records it.
     private func finish(
-        response: inout BroadcastResponse, injected: Injection?, kind: RecordKind, bundleID: String?, channelID: String?,
+        response: inout BroadcastResponse, rule: FaultRule?, kind: RecordKind, bundleID: String?, channelID: String?,
         operation: ChannelOperation?, interpreted: RawRecord.Interpreted?, environment: APNSEnvironment,
         auth: AuthSummary, request: borrowing PushRequest, streamID: Int32, context: ConnectionContext,
         connection: inout ConnectionState
     ) -> Answer {
-        var answer = Answer(response: nil)
-        if let injected {
-            answer.delayMs = injected.rule.delayMs
-            answer.action = injected.answerAction
-            if let rejection = injected.rejection {
-                response = .rejected(rejection, requestID: response.requestID)
-            }
+        let requestID = response.requestID
+        var answer = Answer(response: .broadcast(response), rule: rule, now: state.clock.nowMilliseconds) {
+            .broadcast(.rejected($0, requestID: requestID))
         }
-        if injected?.answers ?? true {
-            answer.response = .broadcast(response)
-        }
+        if case .broadcast(let replaced)? = answer.response { response = replaced }
         let status = answer.response == nil ? nil : response.status
         let rejection = answer.response == nil ? nil : response.rejection
         state.statistics.count(kind: kind)
-        note(status: status, rejection: rejection, action: injected?.action, kind: kind,
+        note(status: status, rejection: rejection, action: rule?.action?.name, kind: kind,
              id: response.requestID.text(uppercase: false), streamID: streamID, context: context, connection: &connection)
         if state.records.isEnabled {
             let receivedAt = connection.readTime()
             let shape = connection.broadcastSideShape(
                 for: request, interpreted: interpreted, environment: environment, auth: auth,
                 connectionID: UInt64(context.connectionNumber))
-            let path = request.path, apnsIDHeader = request.apnsID, requestID = response.requestID
+            let path = request.path, apnsIDHeader = request.apnsID
             let uniqueID = answer.response == nil ? nil : response.uniqueID
             let details = connection.broadcastDetails(kind: kind, bundleID: bundleID, channelID: channelID, operation: operation)
-            let isInjected = injected != nil, action = injected?.action
+            let isInjected = rule != nil, action = rule?.action?.name
             let written = answer.writtenAtOnce, offset = state.clock.offsetSeconds
             answer.recordSeq = state.records.append { seq in
                 RawRecord(
@@ -233,7 +179,7 @@ struct Recorder: Sendable {
     /// Counts the outcome, tells the connection's credentials what it was answered, and logs a
     /// rejection.
     private func note(
-        status: Int?, rejection: Rejection?, action: FaultRule.Action?, kind: RecordKind, id: @autoclosure () -> String,
+        status: Int?, rejection: Rejection?, action: FaultRule.Action.Name?, kind: RecordKind, id: @autoclosure () -> String,
         streamID: Int32, context: ConnectionContext, connection: inout ConnectionState
     ) {
         if rejection?.reason == .expiredProviderToken {

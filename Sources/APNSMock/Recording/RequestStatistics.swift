@@ -39,7 +39,7 @@ final class RequestStatistics: Sendable {
 
     static let latencySampleInterval = 16
     private static let reasons = Reason.allCases
-    private static let actions = FaultRule.Action.allCases
+    private static let actions = FaultRule.Action.Name.allCases
 
     init() {
         let registry = PrometheusCollectorRegistry()
@@ -87,14 +87,14 @@ final class RequestStatistics: Sendable {
         return Statistics.RefusedStreams(total: before + over, beforeAuthentication: before, overLimit: over)
     }
 
-    private static func index(status: Int?, rejection: Rejection?, action: FaultRule.Action?) -> Int {
+    private static func index(status: Int?, rejection: Rejection?, action: FaultRule.Action.Name?) -> Int {
         if let action { return 1 + reasons.count + (actions.firstIndex(of: action) ?? 0) }
         if let rejection { return 1 + (reasons.firstIndex(of: rejection.reason) ?? 0) }
         return 0
     }
 
     /// One relaxed atomic add; the Prometheus counters catch up when `/metrics` is read.
-    func count(status: Int?, rejection: Rejection?, action: FaultRule.Action?) {
+    func count(status: Int?, rejection: Rejection?, action: FaultRule.Action.Name?) {
         let index = Self.index(status: status, rejection: rejection, action: action)
         counts[index].wrappingIncrement(ordering: .relaxed)
     }
