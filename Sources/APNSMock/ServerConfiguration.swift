@@ -1,7 +1,8 @@
 import APNSMockCore
 import NIOCore
 
-/// Everything the APNs listener needs to run, with the product's built-in defaults.
+/// Everything the mock's listeners (APNs, channel management, admin, proxy) need to run, with the
+/// product's built-in defaults.
 ///
 /// The command line and the configuration file are folded into this value by the `apns-mock`
 /// command; tests build it directly (usually with `port: 0`).
@@ -28,8 +29,9 @@ public struct ServerConfiguration: Sendable {
     /// Streams flagged ``HTTP2Stream/exemptFromTimeouts`` (answers deliberately held back) are
     /// not timed.
     public var responseTimeout: TimeAmount = .seconds(30)
-    /// Connections open at once on the APNs listener; past it a new connection is closed at
-    /// once (RST) and the refusal logged (docs/architecture.md, "Limits and defences").
+    /// Connections open at once on the TLS listeners together (APNs ports and channel
+    /// management); past it a new connection is closed at once (RST) and the refusal logged
+    /// (docs/architecture.md, "Limits and defences").
     public var maxConnections = Configuration.Server.defaultMaxConnections
     /// In-flight requests get this long to finish after SIGTERM before connections are cut.
     public var shutdownGracePeriod: TimeAmount = .seconds(10)
@@ -69,7 +71,8 @@ public struct ServerConfiguration: Sendable {
 
     public init() {}
 
-    /// The listener's part of a configuration file, with the built-in timeouts.
+    /// Everything a configuration file sets; what a file cannot set (``threads``,
+    /// ``shutdownGracePeriod``, ``faultSeed``, ``caCertificatePaths``) keeps its built-in default.
     public init(_ file: Configuration) {
         host = file.server.host
         port = file.server.port

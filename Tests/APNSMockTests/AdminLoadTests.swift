@@ -6,10 +6,9 @@ import Logging
 import NIOCore
 import Testing
 
-/// Issue 13 item 5: many `/v1/notifications/wait` waiters that no record matches must cost the
-/// request path and the admin API nothing. Before waiters were woken only for records that can
-/// match them, every append woke every waiter and each rescanned: 2,000 waiters and a 20,000-push
-/// burst took about 10 s of both cores, and `/v1/stats` answered after 9.9 s.
+/// Many `/v1/notifications/wait` waiters that no record matches cost the request path and the
+/// admin API nothing: a record only wakes the waiters it can match (a waker that woke every waiter
+/// for every append would take seconds of both cores for 2,000 waiters and a 20,000-push burst).
 ///
 /// The heavy tests of the admin side (this one and the stalled event-stream subscriber) run one at
 /// a time: each measures the process it shares with the mock.
@@ -79,9 +78,8 @@ struct AdminLoadTests {
             // No waiter was even looked at: the index finds none for these records.
             #expect(records.dispatchCounts.checked == 0)
             #expect(records.dispatchCounts.handed == 0)
-            // Before: ~20 s of CPU (both cores for ~10 s) and a 9.9 s /v1/stats; with this test
-            // alone now about 1 s of CPU (TLS, HTTP/2, recording) and a few milliseconds. The
-            // bounds leave room for other suites running at the same time.
+            // Alone, this takes about 1 s of CPU (TLS, HTTP/2, recording) and /v1/stats a few
+            // milliseconds; the bounds leave room for other suites running at the same time.
             #expect(statsTook < .seconds(3))
             #expect(queryTook < .seconds(3))
             #expect(elapsed < .seconds(60))
@@ -157,7 +155,7 @@ struct AdminLoadTests {
 extension AdminLoadTests {
     /// A ring far smaller than a burst: records the ring evicts before the dispatcher reads them
     /// are counted as skipped on the event stream, so every record of the burst is either
-    /// delivered or counted (they once vanished from the count, and a stream's totals fell short).
+    /// delivered or counted.
     @Test func recordsEvictedBeforeDispatchAreCountedAsSkipped() async throws {
         try await MockHarness.withRunningMock(configure: {
             $0.http2.streamsBeforeAuthentication = 1000

@@ -5,7 +5,7 @@ import Foundation
 import Testing
 
 /// Broadcast push (iOS 18 channels) through real HTTP/2 clients over real TLS, sent the way the
-/// client libraries that have it send (issue 11, item 6): node-apn 7.1's `manageChannels` and
+/// client libraries that have it send: node-apn 7.1's `manageChannels` and
 /// `broadcast` on Node's http2, pushy's channel-management branch and broadcast PR on Go's
 /// x/net/http2 (scripts/clients/), and curl and nghttp by hand. Every test checks what the client
 /// surfaced and what the mock recorded (kind `channel` or `broadcast`, operation, channel,

@@ -8,7 +8,7 @@ import Testing
 /// HTTP/2 abuses: stream ids reused or skipped, and the floods nghttp2's own limits stop (kept as
 /// regressions, each ending as ``HostileClientTests/expectHealthy(_:residentBefore:allowanceMiB:sourceLocation:)``).
 extension HostileClientTests {
-    // MARK: HTTP/2 details (finding 7)
+    // MARK: HTTP/2 details
 
     // DATA past the window is judged in HTTP2SessionTests (dataBeyondTheWindowIsAFlowControlError):
     // over a socket, whether a burst is past the window depends on how the server's reads split

@@ -5,10 +5,10 @@ import Foundation
 import NIOCore
 import Testing
 
-/// The listeners' defences (issue 13): connection limits, accept back-off when descriptors run
+/// The listeners' defences: connection limits, accept back-off when descriptors run
 /// out, the admin listener's timeouts, and memory given back after bursts of connections.
 extension HostileClientTests {
-    // MARK: Connection limits (finding 2)
+    // MARK: Connection limits
 
     /// Past server.maxConnections a new connection is closed at once (reset) and the refusal is
     /// logged; once connections close, new ones are served.
@@ -41,7 +41,7 @@ extension HostileClientTests {
         }
     }
 
-    // MARK: The admin listener (finding 2)
+    // MARK: The admin listener
 
     static let adminTimeouts = "admin: { requestTimeout: 1, idleTimeout: 1, responseTimeout: 1 }\n"
 
@@ -148,7 +148,7 @@ extension HostileClientTests {
         }
     }
 
-    // MARK: Out of descriptors, in a process of its own (finding 2)
+    // MARK: Out of descriptors, in a process of its own
 
     /// The APNs listener out of file descriptors (the process's limit lowered under it): accept
     /// fails with EMFILE. The listener pauses instead of retrying at once, which spun a core, and
@@ -206,7 +206,7 @@ extension HostileClientTests {
         }
     }
 
-    // MARK: Memory after bursts (finding 6)
+    // MARK: Memory after bursts
 
     /// Bursts of 1,500 concurrent connections, in a process of its own: resident memory comes
     /// back to within 32 MiB of where it was before them. Without giving the allocator's freed

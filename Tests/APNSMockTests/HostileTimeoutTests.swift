@@ -5,7 +5,7 @@ import Foundation
 import NIOCore
 import Testing
 
-/// Clients that hold a connection open without finishing anything (issue 13): a request whose
+/// Clients that hold a connection open without finishing anything: a request whose
 /// body never comes, a response the client never takes, a preface never sent. Every hostile case
 /// of the suite ends as ``HostileClientTests/expectHealthy(_:residentBefore:allowanceMiB:sourceLocation:)``
 /// says: a normal request on a new connection gets 200 and resident memory is back within bounds.
@@ -54,7 +54,7 @@ extension HostileClientTests {
     /// Short stream timeouts for the stuck-stream cases.
     static let shortTimeouts = "server: { requestTimeout: 1, responseTimeout: 1 }\n"
 
-    // MARK: Stuck streams (finding 3)
+    // MARK: Stuck streams
 
     /// A request that declares a body and never sends it: the connection gets GOAWAY IdleTimeout
     /// and is closed after requestTimeout, whatever idleTimeout says.

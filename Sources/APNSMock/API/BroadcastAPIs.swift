@@ -44,7 +44,7 @@ struct BroadcastSideVerdict<Verdict: Sendable>: Sendable {
     var requestID: APNSResponse.RequestID
 }
 
-/// BroadcastChannel management, on the channel-management listeners (`/1/apps/<bundle>/channels` and
+/// Channel management, on the channel-management listeners (`/1/apps/<bundle>/channels` and
 /// `/all-channels`; docs/broadcast.md). Deciding reads the connection's credentials and its snapshot
 /// of the channels; creating and deleting happen afterwards, in the ``Recorder``, once no fault rule
 /// replaced the answer.
@@ -80,7 +80,8 @@ struct ChannelAPI: Sendable {
         case .rejected(let rejection):
             return .rejected(rejection, requestID: requestID)
         case .create:
-            // Not reached: the store turns a create into a channel or a rejection first.
+            // Only when a fault rule kept a create from the store (nothing was created): the
+            // recorder then sends the rule's rejection or no response, and uses only requestID.
             return .rejected(Rejection(.internalServerError), requestID: requestID)
         case .read(let channel):
             let body = #"{"message-storage-policy":\#(channel.storagePolicy.rawValue),"push-type":"\#(BroadcastValidator.channelPushType)"}"#
@@ -88,7 +89,7 @@ struct ChannelAPI: Sendable {
         case .delete:
             return BroadcastResponse(status: 204, requestID: requestID)
         case .list(let channels):
-            // BroadcastChannel IDs are base64: no JSON escaping needed.
+            // Channel IDs are base64: no JSON escaping needed.
             let body = #"{"channels":["# + channels.map { "\"\($0.id)\"" }.joined(separator: ",") + "]}"
             return BroadcastResponse(status: 200, requestID: requestID, successBody: Array(body.utf8))
         }

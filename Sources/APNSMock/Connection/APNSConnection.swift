@@ -32,7 +32,6 @@ final class APNSConnection {
     private let router: APIRouter
     private var logger: Logger
     private(set) var state: State = .handshaking
-    private(set) var closeCause: CloseCause?
     /// Runs work on the connection's event loop after a delay, then flushes output; set by the
     /// channel handler. Delayed answers (fault `delayMs`) need it; without it they go out at once.
     var schedule: ((_ milliseconds: Int, _ work: @escaping () -> Void) -> Void)?
@@ -183,7 +182,6 @@ final class APNSConnection {
                 let description = session.deliberateEnd.map { "\($0.reason): GOAWAY \($0.code)" } ?? sessionError.description
                 logger.debug("HTTP/2 session error", metadata: ["error": "\(description)"])
                 // nghttp2 usually queued a GOAWAY explaining the error: send it, then close.
-                closeCause = .protocolError(description)
                 flushSession(session, budget: .max)
                 finish(.protocolError(description))
                 return
@@ -260,9 +258,6 @@ final class APNSConnection {
 
     private func finish(_ cause: CloseCause) {
         if case .closing = state { return }
-        if closeCause == nil {
-            closeCause = cause
-        }
         if case .open(let session) = state {
             // Responses submitted and not yet sent will not be: their records say so.
             session.abandonPendingResponses()

@@ -8,7 +8,7 @@ import Glibc
 
 internal import CAPNSMockShims
 
-/// A listener's connection limit as the admin listener keeps it: connections past it are closed
+/// A listener's connection limit as the admin and proxy listeners keep it: connections past it are closed
 /// at once with a TCP reset, and the refusals are logged (docs/architecture.md, "Limits and
 /// defences"). The TLS listeners count against one shared limit in ``ConnectionRegistry``.
 ///
@@ -23,9 +23,6 @@ final class ConnectionLimiter: Sendable {
         self.limit = max(1, limit)
         self.refusals = RefusalLog(listener: listener, limit: self.limit, setting: setting, logger: logger)
     }
-
-    /// Connections counted as open now.
-    var openConnections: Int { open.load(ordering: .relaxed) }
 
     /// Counts a new connection in, or returns false (and notes the refusal) at the limit.
     func admit() -> Bool {
@@ -109,9 +106,6 @@ final class RefusalLog: Sendable {
         self.warning = ThrottledWarning("connection limit reached: new connections are closed at once", logger: logger)
     }
 
-    /// Refusals so far.
-    var count: UInt64 { warning.count }
-
     func note() {
         warning.note(["listener": "\(listener)", "limit": "\(limit)", "setting": "\(setting)"])
     }
@@ -180,8 +174,8 @@ private final class RefuseConnectionHandler: ChannelInboundHandler {
 }
 
 /// Accept back-off for a listener: when `accept` fails for want of a resource (descriptors,
-/// kernel buffers), the listener stops accepting for ``delay`` instead of retrying at once, which
-/// spun a core on `accept4` → EMFILE for as long as the shortage lasted.
+/// kernel buffers), the listener stops accepting for ``delay`` instead of retrying at once (which
+/// would spin a core on `accept4` → EMFILE while the shortage lasts).
 ///
 /// NIO's own `AcceptBackoffHandler` does not stop that loop: when the first `accept` of a read
 /// fails, the channel's read stays pending and it stays registered for readability, so the
@@ -275,12 +269,8 @@ final class MemoryReturn: Sendable {
     }
 
     private let state = Mutex(State())
-    /// Trims so far (for tests).
-    private let trims = Atomic<Int>(0)
-
-    var trimCount: Int { trims.load(ordering: .relaxed) }
-
-    /// Called by every listener's ``ConnectionLimiter`` when it lets a connection in.
+    /// Called when a listener lets a connection in (``ConnectionLimiter/admit()``, or
+    /// `bindTLSListener` for the TLS listeners).
     func connectionOpened() {
         state.withLock { state in
             state.open += 1
@@ -327,6 +317,5 @@ final class MemoryReturn: Sendable {
             state.peak = state.open
         }
         _ = CAPNSMockShims_release_free_memory()
-        trims.add(1, ordering: .relaxed)
     }
 }

@@ -60,7 +60,7 @@ final class HTTP2Session {
     /// Flow control (RFC 9113 §6.9), kept strict: received DATA is credited back to the client
     /// (WINDOW_UPDATE) only in ``send(_:)``, right before the update goes out. nghttp2's automatic
     /// window updates credit the window when the update is queued, in the middle of reading, so a
-    /// client sending past the advertised window within one read was never caught. These are the
+    /// client sending past the advertised window within one read would go unnoticed. These are the
     /// DATA bytes received and not yet credited: the connection's, and per stream.
     @exclusivity(unchecked) private var uncreditedConnectionBytes = 0
     @exclusivity(unchecked) private var uncreditedStreamBytes: [(id: Int32, bytes: Int)] = []

@@ -5,8 +5,9 @@ import APNSMockCore
 /// same type the server encodes.
 ///
 /// Additions to the contract's shape: `payloadEncoding` says how `payload` is spelled, `timestamp`
-/// is the 410 body's timestamp, and `action` names a fault's connection action (`goaway`, `reset`,
-/// `close`), for which `status` is `null` because no response was sent.
+/// is the 410 body's timestamp, and `action` names the fault action applied (any
+/// ``FaultRule/Action/Name``); `status` is `null` when that action left the request unanswered (all
+/// but `shrink-streams` and `ignore-pings`).
 public struct NotificationRecord: Codable, Sendable, Equatable {
     /// How ``payload`` holds the body.
     public enum PayloadEncoding: String, Codable, Sendable {
@@ -46,7 +47,8 @@ public struct NotificationRecord: Codable, Sendable, Equatable {
     public var payloadEncoding: PayloadEncoding?
     /// Bytes of body received (also when more arrived than the server keeps).
     public var payloadSize: Int
-    /// `nil` when a fault action (reset, close, goaway) replaced the response.
+    /// `nil` when a fault action left the request unanswered (`goaway`, `reset`, `close`, `hang`,
+    /// `tcp-reset`).
     public var status: Int?
     public var reason: String?
     public var timestamp: Int64?

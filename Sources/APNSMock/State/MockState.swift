@@ -39,9 +39,6 @@ public final class MockState: Sendable {
         isRateLimited = limit != nil
     }
 
-    /// Back to the configuration's state (`POST /v1/reset`): records forgotten, devices, channels and
-    /// faults as configured, rate allowances full again, connections numbered from 1 again, the
-    /// clock back to the wall clock, the tokens seen forgotten.
     /// Streams held unanswered by `hang` faults, across connections, and their cap: a hung stream
     /// costs its connection's state, so a rule that hangs everything must not exhaust the server.
     private let heldStreamCount = Atomic<Int>(0)
@@ -63,6 +60,10 @@ public final class MockState: Sendable {
         Int(clamping: id &- connectionBase.load(ordering: .relaxed))
     }
 
+    /// Back to the configuration's state (`POST /v1/reset`): records forgotten, devices, channels and
+    /// faults as configured, rate allowances full again, connection numbers
+    /// (``connectionNumber(of:)``) counted from 1 again, the clock back to the wall clock, the tokens
+    /// seen forgotten.
     func reset() {
         connectionBase.store(connections.total, ordering: .relaxed)
         records.removeAll()
@@ -88,11 +89,6 @@ public final class MockState: Sendable {
 final class ConnectionRegistry: Sendable {
     private let nextID = Atomic<UInt64>(0)
     private let openCount = Atomic<Int>(0)
-
-    func opened() -> UInt64 {
-        openCount.add(1, ordering: .relaxed)
-        return nextID.add(1, ordering: .relaxed).newValue
-    }
 
     /// Counts a new connection in and returns its id, unless `limit` connections are open on the
     /// TLS listeners already (`server.maxConnections`, docs/architecture.md "Limits and defences").

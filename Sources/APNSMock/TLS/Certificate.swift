@@ -32,13 +32,6 @@ final class Certificate {
             PEM_write_bio_X509(bio, pointer)
         }
     }
-
-    /// The certificate's subject in OpenSSL's one-line form, e.g. `/UID=com.example.app/CN=…`.
-    var subjectLine: String {
-        guard let line = X509_NAME_oneline(X509_get_subject_name(pointer), nil, 0) else { return "" }
-        defer { CAPNSMockShims_OPENSSL_free(line) }
-        return String(cString: line)
-    }
 }
 
 /// What a certificate to be issued says about itself.

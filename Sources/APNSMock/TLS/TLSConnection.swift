@@ -5,8 +5,9 @@ import NIOCore
 /// Owner of one connection's `SSL` object, driven entirely through memory BIOs.
 ///
 /// The network never touches OpenSSL directly: ciphertext from the socket goes in with
-/// ``receive(_:)``, plaintext comes out of ``read(into:)``, plaintext goes in with ``write(_:)``
-/// and ciphertext for the socket comes out of ``drainCiphertext(into:)``. This keeps TLS sans-I/O,
+/// ``receive(_:)``, plaintext comes out of ``read(_:)`` (lent to a closure), plaintext goes in with
+/// ``append(_:)`` (coalesced into records, encrypted by ``flush()``), and ciphertext for the socket
+/// comes out of ``drainCiphertext(into:)``. This keeps TLS sans-I/O,
 /// so tests can drive a connection without sockets, and lets SwiftNIO own all the I/O.
 final class TLSConnection {
     enum HandshakeResult {
