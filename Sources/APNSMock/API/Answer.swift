@@ -3,21 +3,25 @@ import APNSMockCore
 /// What the connection does with a request once it is decided and recorded: answer it (perhaps
 /// late), or act on the stream or the connection instead because a fault rule said so.
 struct Answer {
-    /// The answer with `rule` applied: its delay and action, and `replace` called with the rule's
-    /// rejection when the rule answers with one (a 410's timestamp filled in from `now`). An action
-    /// that replaces the response leaves none.
-    init(response: Response, rule: FaultRule?, now: () -> Int64, replace: (Rejection) -> Response) {
+    init(response: Response?) {
         self.response = response
-        guard let rule else { return }
+    }
+
+    /// Applies a fault rule that matched the request: its delay and its action (an action that
+    /// leaves the request unanswered leaves no response). Returns the rejection the rule answers
+    /// with instead of the decided response, a 410's timestamp filled in from `now`; the caller
+    /// puts it in its API's response. Requests no rule matched never come here.
+    mutating func apply(_ rule: FaultRule, now: () -> Int64) -> Rejection? {
         delayMs = rule.delayMs
         action = rule.action
         if rule.action?.answers == false {
             if rule.action == .goaway, let reason = rule.respond?.reason { goAwayReason = reason }
-            self.response = nil
-        } else if var rejection = rule.respond {
-            if rejection.reason.carriesTimestamp, rejection.timestamp == nil { rejection.timestamp = now() }
-            self.response = replace(rejection)
+            response = nil
+            return nil
         }
+        guard var rejection = rule.respond else { return nil }
+        if rejection.reason.carriesTimestamp, rejection.timestamp == nil { rejection.timestamp = now() }
+        return rejection
     }
 
     /// A response in its API's terms: laid out for HTTP/2 only when it is submitted (each is an

@@ -32,11 +32,11 @@ struct Recorder: Sendable {
 
         let rule = state.faults.apply(
             to: request, decision: verdict.decision, connection: context.connectionNumber, requestNumber: connection.requestCount)
-        let apnsID = verdict.response.apnsID
-        var answer = Answer(response: .apns(verdict.response), rule: rule, now: state.clock.nowMilliseconds) {
-            .apns(.rejected($0, apnsID: apnsID))
+        var answer = Answer(response: .apns(verdict.response))
+        if let rule, let rejection = answer.apply(rule, now: state.clock.nowMilliseconds) {
+            verdict.response = .rejected(rejection, apnsID: verdict.response.apnsID)
+            answer.response = .apns(verdict.response)
         }
-        if case .apns(let response)? = answer.response { verdict.response = response }
 
         let status = answer.response == nil ? nil : verdict.response.status
         let rejection = answer.response == nil ? nil : verdict.response.rejection
@@ -54,7 +54,7 @@ struct Recorder: Sendable {
                     }
                 },
                 environment: verdict.environment, auth: verdict.auth, connectionID: UInt64(context.connectionNumber))
-            let path = request.path, apnsIDHeader = request.apnsID
+            let path = request.path, apnsIDHeader = request.apnsID, apnsID = verdict.response.apnsID
             let uniqueID = answer.response == nil ? nil : verdict.response.uniqueID
             let isInjected = rule != nil, action = rule?.action?.name
             let written = answer.writtenAtOnce, offset = state.clock.offsetSeconds
@@ -146,11 +146,11 @@ struct Recorder: Sendable {
         auth: AuthSummary, request: borrowing PushRequest, streamID: Int32, context: ConnectionContext,
         connection: inout ConnectionState
     ) -> Answer {
-        let requestID = response.requestID
-        var answer = Answer(response: .broadcast(response), rule: rule, now: state.clock.nowMilliseconds) {
-            .broadcast(.rejected($0, requestID: requestID))
+        var answer = Answer(response: .broadcast(response))
+        if let rule, let rejection = answer.apply(rule, now: state.clock.nowMilliseconds) {
+            response = .rejected(rejection, requestID: response.requestID)
+            answer.response = .broadcast(response)
         }
-        if case .broadcast(let replaced)? = answer.response { response = replaced }
         let status = answer.response == nil ? nil : response.status
         let rejection = answer.response == nil ? nil : response.rejection
         state.statistics.count(kind: kind)
@@ -161,7 +161,7 @@ struct Recorder: Sendable {
             let shape = connection.broadcastSideShape(
                 for: request, interpreted: interpreted, environment: environment, auth: auth,
                 connectionID: UInt64(context.connectionNumber))
-            let path = request.path, apnsIDHeader = request.apnsID
+            let path = request.path, apnsIDHeader = request.apnsID, requestID = response.requestID
             let uniqueID = answer.response == nil ? nil : response.uniqueID
             let details = connection.broadcastDetails(kind: kind, bundleID: bundleID, channelID: channelID, operation: operation)
             let isInjected = rule != nil, action = rule?.action?.name
