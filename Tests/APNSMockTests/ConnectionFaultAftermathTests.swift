@@ -8,7 +8,8 @@ import Testing
 /// the clients are gone, the process is idle (no timer left behind by a held stream, a shrunk
 /// limit's restore or a PING window), its resident memory is back within bounds, and a new
 /// connection gets 200.
-extension HostileClientTests {
+@Suite("Connection faults leave nothing behind", .timeLimit(.minutes(2)))
+struct ConnectionFaultAftermathTests {
     @Test func connectionFaultsLeaveNothingRunning() async throws {
         let yaml = "server: { streamsBeforeAuthentication: 100 }\n"
         try await ServerProcess.withRunning(yaml: yaml) { server in
@@ -21,17 +22,17 @@ extension HostileClientTests {
             try await admin.addFault(json: #"{"match":{"connection":4},"action":"ignore-pings","durationMs":300}"#).expect([201])
 
             // Connection 1: 200 streams held, then the client goes away without resetting them.
-            let holder = try await Self.tlsClient(server)
+            let holder = try await Hostile.tlsClient(server)
             try await holder.send(H2.preface + H2.settings())
             for batch in 0..<2 {
                 let streams = (0..<100).map { UInt32(1 + 2 * (batch * 100 + $0)) }
-                try await holder.send(streams.flatMap { H2.request(stream: $0, token: ConnectionFaultTests.token, body: Self.body) })
+                try await holder.send(streams.flatMap { H2.request(stream: $0, token: ConnectionFaultTests.token, body: Hostile.body) })
             }
             // Connections 2 to 4: a reset, a shrunk limit, withheld PING acknowledgements.
             var others: [RawClient] = []
             for _ in 2...4 {
-                let client = try await Self.tlsClient(server)
-                try await client.send(H2.preface + H2.settings() + H2.request(stream: 1, token: ConnectionFaultTests.otherToken, body: Self.body))
+                let client = try await Hostile.tlsClient(server)
+                try await client.send(H2.preface + H2.settings() + H2.request(stream: 1, token: ConnectionFaultTests.otherToken, body: Hostile.body))
                 try? await client.send(H2.frame(.ping, payload: Array(repeating: 7, count: 8)))
                 others.append(client)
             }
@@ -49,7 +50,7 @@ extension HostileClientTests {
             let cpu = try await server.cpuUse(over: .seconds(2))
             #expect(cpu < 0.1, "the idle process used \(cpu) s of CPU in 2 s after the faults")
             try await admin.request("DELETE", "/v1/faults").expect([204])
-            try await Self.expectHealthy(server, residentBefore: before)
+            try await Hostile.expectHealthy(server, residentBefore: before)
         }
     }
 }

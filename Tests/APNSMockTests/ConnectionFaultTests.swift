@@ -38,15 +38,15 @@ struct ConnectionFaultTests {
             let client = try await Self.connect(mock)
             try await client.send(
                 H2.request(stream: 1, token: Self.token, body: Self.body) + H2.request(stream: 3, token: Self.otherToken, body: Self.body))
-            let answered = await client.waitUntil { HostileClientTests.hasResponse(H2.parse($0), stream: 3) }
-            #expect(HostileClientTests.hasResponse(H2.parse(answered), stream: 3))
+            let answered = await client.waitUntil { Hostile.hasResponse(H2.parse($0), stream: 3) }
+            #expect(Hostile.hasResponse(H2.parse(answered), stream: 3))
             // Stream 1 stays unanswered: nothing arrives for it while the client waits.
             let later = await client.waitUntil(timeout: .milliseconds(700)) { bytes in H2.parse(bytes).contains { $0.stream == 1 } }
             #expect(!H2.parse(later).contains { $0.stream == 1 })
             // A client with a timeout gives up on it (RST_STREAM CANCEL); the connection goes on.
             try await client.send(H2.frame(.rstStream, stream: 1, payload: H2.be32(8)) + H2.request(stream: 5, token: Self.otherToken, body: Self.body))
-            let after = await client.waitUntil { HostileClientTests.hasResponse(H2.parse($0), stream: 5) }
-            #expect(HostileClientTests.hasResponse(H2.parse(after), stream: 5))
+            let after = await client.waitUntil { Hostile.hasResponse(H2.parse($0), stream: 5) }
+            #expect(Hostile.hasResponse(H2.parse(after), stream: 5))
             await client.close()
 
             // curl with a timeout sees no response at all.
@@ -59,7 +59,7 @@ struct ConnectionFaultTests {
             let records = try await mock.admin.notifications(RecordQuery(token: Self.token, outcome: .all)).notifications
             #expect(records.map(\.action) == ["hang", "hang"])
             #expect(records.allSatisfy { $0.status == nil && $0.injected })
-            try await HostileClientTests.expectStillServing(mock, token: Self.otherToken)
+            try await Hostile.expectStillServing(mock, token: Self.otherToken)
         }
     }
 
@@ -81,7 +81,7 @@ struct ConnectionFaultTests {
             #expect(curl.stderr.lowercased().contains("reset"), "\(curl.stderr)")
             let records = try await mock.admin.notifications(RecordQuery(outcome: .all)).notifications
             #expect(records.map(\.action) == ["tcp-reset", "tcp-reset"])
-            try await HostileClientTests.expectStillServing(mock)
+            try await Hostile.expectStillServing(mock)
         }
     }
 
@@ -93,7 +93,7 @@ struct ConnectionFaultTests {
             try await client.send(H2.request(stream: 1, token: Self.token, body: Self.body))
             let shrunk = await client.waitUntil { Self.streamLimits(H2.parse($0)).last == 1 }
             #expect(Self.streamLimits(H2.parse(shrunk)).last == 1)
-            #expect(HostileClientTests.hasResponse(H2.parse(shrunk), stream: 1))  // the request is answered
+            #expect(Hostile.hasResponse(H2.parse(shrunk), stream: 1))  // the request is answered
             // The client acknowledges; a second concurrent stream is then refused.
             let open = H2.headers(
                 stream: 3,
@@ -109,7 +109,7 @@ struct ConnectionFaultTests {
             await client.close()
             let record = try #require(try await mock.admin.notifications().notifications.first)
             #expect(record.action == "shrink-streams" && record.status == 200 && record.injected)
-            try await HostileClientTests.expectStillServing(mock)
+            try await Hostile.expectStillServing(mock)
         }
     }
 
@@ -120,7 +120,7 @@ struct ConnectionFaultTests {
             // The window opens when the request is answered, after this.
             let start = ContinuousClock.now
             try await client.send(H2.request(stream: 1, token: Self.token, body: Self.body))
-            _ = await client.waitUntil { HostileClientTests.hasResponse(H2.parse($0), stream: 1) }
+            _ = await client.waitUntil { Hostile.hasResponse(H2.parse($0), stream: 1) }
             let first: [UInt8] = [1, 1, 1, 1, 1, 1, 1, 1], second: [UInt8] = [2, 2, 2, 2, 2, 2, 2, 2]
             @Sendable func acks(_ bytes: [UInt8], _ data: [UInt8]) -> Bool {
                 H2.parse(bytes).contains { $0.type == H2.FrameType.ping.rawValue && $0.flags == H2.ack && $0.payload == data }
@@ -141,7 +141,7 @@ struct ConnectionFaultTests {
                 #expect(!acks(answered, first), "a PING withheld is never answered late")
             }
             await client.close()
-            try await HostileClientTests.expectStillServing(mock)
+            try await Hostile.expectStillServing(mock)
         }
     }
 

@@ -9,39 +9,23 @@ import Testing
 /// normal request with 200.
 @Suite("Hostile and unusual clients", .timeLimit(.minutes(2)))
 struct HostileClientTests {
-    static let token = String(repeating: "ab", count: 32)
-    static let body = Array(#"{"aps":{"alert":"hello"}}"#.utf8)
-
-    /// The server still serves a well-behaved client.
-    static func expectStillServing(
-        _ mock: RunningMock, token: String = token, sourceLocation: SourceLocation = #_sourceLocation
-    ) async throws {
-        let response = try await Curl.send(url: "\(mock.baseURL)/3/device/\(token)", caPath: mock.caPath)
-        #expect(response.status == 200, sourceLocation: sourceLocation)
-    }
-
-    /// Whether `frames` hold a HEADERS frame answering `stream`.
-    static func hasResponse(_ frames: [H2.Frame], stream: UInt32) -> Bool {
-        frames.contains { $0.type == H2.FrameType.headers.rawValue && $0.stream == stream }
-    }
-
     @Test func clientWithoutALPNIsServedAsH2() async throws {
         try await MockHarness.withRunningMock { mock in
             let client = try await RawClient.connect(port: mock.apnsPort, security: .tls(caPath: mock.caPath, alpn: []))
-            try await client.send(H2.preface + H2.settings() + H2.request(stream: 1, token: Self.token, body: Self.body))
-            let received = await client.waitUntil { Self.hasResponse(H2.parse($0), stream: 1) }
+            try await client.send(H2.preface + H2.settings() + H2.request(stream: 1, token: Hostile.token, body: Hostile.body))
+            let received = await client.waitUntil { Hostile.hasResponse(H2.parse($0), stream: 1) }
             let response = try #require(H2.parse(received).first { $0.type == H2.FrameType.headers.rawValue && $0.stream == 1 })
             // HPACK static table index 8 is ":status: 200".
             #expect(response.payload.first == 0x88)
             await client.close()
-            try await Self.expectStillServing(mock)
+            try await Hostile.expectStillServing(mock)
         }
     }
 
     @Test func clientOfferingOnlyHTTP11IsRefused() async throws {
         try await MockHarness.withRunningMock { mock in
             let output = try await ExternalTool.run("curl", [
-                "-sS", "--http1.1", "--cacert", mock.caPath, "-d", "{}", "\(mock.baseURL)/3/device/\(Self.token)",
+                "-sS", "--http1.1", "--cacert", mock.caPath, "-d", "{}", "\(mock.baseURL)/3/device/\(Hostile.token)",
             ])
             // 35: TLS handshake failed; the server sent the no_application_protocol alert.
             #expect(output.exitCode == 35)
@@ -51,7 +35,7 @@ struct HostileClientTests {
             let outcome = await client.waitForClose()
             #expect(outcome.closed)
             #expect(outcome.error?.contains("NO_APPLICATION_PROTOCOL") == true || outcome.error?.lowercased().contains("alert") == true)
-            try await Self.expectStillServing(mock)
+            try await Hostile.expectStillServing(mock)
         }
     }
 
@@ -62,19 +46,19 @@ struct HostileClientTests {
             try await client.send((0..<4096).map { _ in UInt8.random(in: 0...255, using: &generator) })
             let outcome = await client.waitForClose()
             #expect(outcome.closed)
-            try await Self.expectStillServing(mock)
+            try await Hostile.expectStillServing(mock)
         }
     }
 
     @Test func plaintextHTTP11RequestIsClosed() async throws {
         try await MockHarness.withRunningMock { mock in
             let client = try await RawClient.connect(port: mock.apnsPort, security: .plaintext)
-            try await client.send(Array("POST /3/device/\(Self.token) HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\n\r\n{}".utf8))
+            try await client.send(Array("POST /3/device/\(Hostile.token) HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\n\r\n{}".utf8))
             let outcome = await client.waitForClose()
             #expect(outcome.closed)
             // Whatever came back is a TLS alert record (content type 21), never an HTTP answer.
             #expect(outcome.received.first == nil || outcome.received.first == 21)
-            try await Self.expectStillServing(mock)
+            try await Hostile.expectStillServing(mock)
         }
     }
 
@@ -83,12 +67,13 @@ struct HostileClientTests {
             for _ in 0..<3 {
                 let client = try await RawClient.connect(port: mock.apnsPort, security: .tls(caPath: mock.caPath, alpn: ["h2"]))
                 let headers = H2.headers(stream: 1, [
-                    (":method", "POST"), (":scheme", "https"), (":path", "/3/device/\(Self.token)"), (":authority", "localhost"), ("apns-topic", "com.example.app"),
+                    (":method", "POST"), (":scheme", "https"), (":path", "/3/device/\(Hostile.token)"), (":authority", "localhost"), ("apns-topic", "com.example.app"),
                 ], endStream: false)
-                try await client.send(H2.preface + H2.settings() + headers + H2.data(stream: 1, Array(Self.body.prefix(5)), endStream: false))
+                try await client.send(H2.preface + H2.settings() + headers + H2.data(stream: 1, Array(Hostile.body.prefix(5)), endStream: false))
                 await client.close()
             }
-            try await Self.expectStillServing(mock)
+            try await Hostile.expectStillServing(mock)
+            try await Self.expectConnectionsClosed(mock)
         }
     }
 
@@ -98,30 +83,41 @@ struct HostileClientTests {
             // The first bytes of a TLS 1.2 ClientHello record, then nothing.
             try await client.send([0x16, 0x03, 0x01, 0x02, 0x00, 0x01])
             await client.close()
-            try await Self.expectStillServing(mock)
+            try await Hostile.expectStillServing(mock)
+            try await Self.expectConnectionsClosed(mock)
         }
+    }
+
+    /// Every connection the clients left is counted closed within five seconds: a connection the
+    /// mock kept counting would hold a place of `server.maxConnections` for good.
+    static func expectConnectionsClosed(_ mock: RunningMock, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let deadline = ContinuousClock.now + .seconds(5)
+        while mock.listener.openConnections > 0, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(mock.listener.openConnections == 0, "open connections: \(mock.listener.openConnections)", sourceLocation: sourceLocation)
     }
 
     @Test func oversizedHeaderListIsAnswered431() async throws {
         // Two streams before the first response: allowed more than APNs' one pre-auth stream.
         try await MockHarness.withRunningMock(configure: { $0.http2.streamsBeforeAuthentication = 10 }) { mock in
             let client = try await RawClient.connect(port: mock.apnsPort, security: .tls(caPath: mock.caPath, alpn: ["h2"]))
-            let huge = H2.request(stream: 1, token: Self.token, extra: [("x-filler", String(repeating: "x", count: 9000))], body: Self.body)
-            let normal = H2.request(stream: 3, token: Self.token, body: Self.body)
+            let huge = H2.request(stream: 1, token: Hostile.token, extra: [("x-filler", String(repeating: "x", count: 9000))], body: Hostile.body)
+            let normal = H2.request(stream: 3, token: Hostile.token, body: Hostile.body)
             try await client.send(H2.preface + H2.settings() + huge + normal)
-            let received = await client.waitUntil { Self.hasResponse(H2.parse($0), stream: 3) }
+            let received = await client.waitUntil { Hostile.hasResponse(H2.parse($0), stream: 3) }
             let frames = H2.parse(received)
             #expect(!frames.contains { $0.type == H2.FrameType.rstStream.rawValue && $0.stream == 1 })
-            #expect(Self.hasResponse(frames, stream: 1))
-            #expect(Self.hasResponse(frames, stream: 3))
+            #expect(Hostile.hasResponse(frames, stream: 1))
+            #expect(Hostile.hasResponse(frames, stream: 3))
             // curl reads it as HTTP's own "too large".
             let curl = try await ExternalTool.run("curl", [
                 "-sS", "--http2", "--cacert", mock.caPath, "--max-time", "20", "-o", "/dev/null", "-w", "%{http_code}",
-                "-H", "x-filler: \(String(repeating: "x", count: 9000))", "-d", "{}", "\(mock.baseURL)/3/device/\(Self.token)",
+                "-H", "x-filler: \(String(repeating: "x", count: 9000))", "-d", "{}", "\(mock.baseURL)/3/device/\(Hostile.token)",
             ])
             #expect(curl.text == "431", "\(curl.text) \(curl.stderr)")
             await client.close()
-            try await Self.expectStillServing(mock)
+            try await Hostile.expectStillServing(mock)
         }
     }
 
@@ -134,7 +130,7 @@ struct HostileClientTests {
             #expect(outcome.closed)
             let goaway = H2.parse(outcome.received).compactMap(\.goaway).first
             #expect(goaway?.errorCode == 1)
-            try await Self.expectStillServing(mock)
+            try await Hostile.expectStillServing(mock)
         }
     }
 
@@ -144,7 +140,7 @@ struct HostileClientTests {
             try await client.send(Array("GET / HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8))
             let outcome = await client.waitForClose()
             #expect(outcome.closed)
-            try await Self.expectStillServing(mock)
+            try await Hostile.expectStillServing(mock)
         }
     }
 
@@ -152,13 +148,13 @@ struct HostileClientTests {
         // Two streams before the first response: allowed more than APNs' one pre-auth stream.
         try await MockHarness.withRunningMock(configure: { $0.http2.streamsBeforeAuthentication = 10 }) { mock in
             let client = try await RawClient.connect(port: mock.apnsPort, security: .tls(caPath: mock.caPath, alpn: ["h2"]))
-            let bad = H2.request(stream: 1, token: "zz", body: Self.body)
-            let good = H2.request(stream: 3, token: Self.token, body: Self.body)
+            let bad = H2.request(stream: 1, token: "zz", body: Hostile.body)
+            let good = H2.request(stream: 3, token: Hostile.token, body: Hostile.body)
             try await client.send(H2.preface + H2.settings() + bad + good)
-            let received = await client.waitUntil { Self.hasResponse(H2.parse($0), stream: 3) }
+            let received = await client.waitUntil { Hostile.hasResponse(H2.parse($0), stream: 3) }
             let frames = H2.parse(received)
-            #expect(Self.hasResponse(frames, stream: 1))
-            #expect(Self.hasResponse(frames, stream: 3))
+            #expect(Hostile.hasResponse(frames, stream: 1))
+            #expect(Hostile.hasResponse(frames, stream: 3))
             #expect(!frames.contains { $0.type == H2.FrameType.goaway.rawValue })
             await client.close()
         }
@@ -180,7 +176,7 @@ struct HostileClientTests {
                 if client.isWritable {
                     var batch: [UInt8] = []
                     for _ in 0..<100 {
-                        batch += H2.request(stream: stream, token: Self.token, body: Self.body)
+                        batch += H2.request(stream: stream, token: Hostile.token, body: Hostile.body)
                         stream += 2
                     }
                     sent += batch.count
@@ -195,7 +191,7 @@ struct HostileClientTests {
             #expect(sent < 64 * 1024 * 1024, "sent \(sent) bytes before the stall")
             #expect(stalled, "the server kept reading \(sent) bytes from a client that reads nothing")
             await client.close()
-            try await Self.expectStillServing(mock)
+            try await Hostile.expectStillServing(mock)
         }
     }
 }

@@ -6,8 +6,9 @@ import NIOCore
 import Testing
 
 /// HTTP/2 abuses: stream ids reused or skipped, and the floods nghttp2's own limits stop (kept as
-/// regressions, each ending as ``HostileClientTests/expectHealthy(_:residentBefore:allowanceMiB:sourceLocation:)``).
-extension HostileClientTests {
+/// regressions, each ending as ``Hostile/expectHealthy(_:residentBefore:allowanceMiB:sourceLocation:)``).
+@Suite("HTTP/2 abuses", .timeLimit(.minutes(2)))
+struct HostileHTTP2Tests {
     // MARK: HTTP/2 details
 
     // DATA past the window is judged in HTTP2SessionTests (dataBeyondTheWindowIsAFlowControlError):
@@ -17,14 +18,14 @@ extension HostileClientTests {
     @Test func headersOnAReusedStreamIDGetsStreamClosed() async throws {
         try await ServerProcess.withRunning { mock in
             let before = mock.residentKiB
-            let client = try await Self.tlsClient(mock)
-            try await client.send(H2.preface + H2.settings() + H2.request(stream: 1, token: Self.token, body: Self.body))
-            _ = await client.waitUntil { Self.hasResponse(H2.parse($0), stream: 1) }
-            try await client.send(H2.request(stream: 1, token: Self.token, body: Self.body))
+            let client = try await Hostile.tlsClient(mock)
+            try await client.send(H2.preface + H2.settings() + H2.request(stream: 1, token: Hostile.token, body: Hostile.body))
+            _ = await client.waitUntil { Hostile.hasResponse(H2.parse($0), stream: 1) }
+            try await client.send(H2.request(stream: 1, token: Hostile.token, body: Hostile.body))
             let outcome = await client.waitForClose()
             #expect(outcome.closed)
             #expect(H2.parse(outcome.received).compactMap(\.goaway).first?.errorCode == HTTP2ErrorCode.streamClosed.rawValue)
-            try await Self.expectHealthy(mock, residentBefore: before)
+            try await Hostile.expectHealthy(mock, residentBefore: before)
         }
     }
 
@@ -35,13 +36,13 @@ extension HostileClientTests {
     @Test func rapidReset() async throws {
         try await ServerProcess.withRunning { mock in
             let before = mock.residentKiB
-            let client = try await Self.tlsClient(mock)
+            let client = try await Hostile.tlsClient(mock)
             try await client.send(H2.preface + H2.settings())
             var stream: UInt32 = 1
             for _ in 0..<50 {
                 var batch: [UInt8] = []
                 for _ in 0..<200 {
-                    batch += H2.headers(stream: stream, Self.postHeaders, endStream: false)
+                    batch += H2.headers(stream: stream, Hostile.postHeaders, endStream: false)
                     batch += H2.frame(.rstStream, stream: stream, payload: H2.be32(HTTP2ErrorCode.cancel.rawValue))
                     stream += 2
                 }
@@ -49,7 +50,7 @@ extension HostileClientTests {
             }
             let outcome = await client.waitForClose()
             #expect(outcome.closed)
-            try await Self.expectHealthy(mock, residentBefore: before)
+            try await Hostile.expectHealthy(mock, residentBefore: before)
         }
     }
 
@@ -57,16 +58,16 @@ extension HostileClientTests {
     @Test func continuationFlood() async throws {
         try await ServerProcess.withRunning { mock in
             let before = mock.residentKiB
-            let client = try await Self.tlsClient(mock)
+            let client = try await Hostile.tlsClient(mock)
             var bytes = H2.preface + H2.settings()
-            bytes += H2.frame(.headers, stream: 1, payload: H2.headerBlock(Array(Self.postHeaders.prefix(4))))
+            bytes += H2.frame(.headers, stream: 1, payload: H2.headerBlock(Array(Hostile.postHeaders.prefix(4))))
             for index in 0..<20_000 {
                 bytes += H2.frame(.continuation, stream: 1, payload: H2.headerBlock([("x-flood-\(index % 100)", "v")]))
             }
             try? await client.send(bytes)
             let outcome = await client.waitForClose()
             #expect(outcome.closed)
-            try await Self.expectHealthy(mock, residentBefore: before)
+            try await Hostile.expectHealthy(mock, residentBefore: before)
         }
     }
 
@@ -77,8 +78,8 @@ extension HostileClientTests {
         // Two streams before the first answer: allowed more than APNs' one pre-auth stream.
         try await ServerProcess.withRunning(yaml: "server: { streamsBeforeAuthentication: 10 }\n") { mock in
             let before = mock.residentKiB
-            let client = try await Self.tlsClient(mock)
-            var block = H2.headerBlock(Array(Self.postHeaders.prefix(4)))
+            let client = try await Hostile.tlsClient(mock)
+            var block = H2.headerBlock(Array(Hostile.postHeaders.prefix(4)))
             // Literal with incremental indexing, new name (0x40): lands at dynamic index 62.
             let name = Array("x-bomb".utf8)
             let value = [UInt8](repeating: 0x62, count: 4000)
@@ -86,16 +87,16 @@ extension HostileClientTests {
             block += [UInt8](repeating: 0x80 | 62, count: 10_000)
             try await client.send(
                 H2.preface + H2.settings() + H2.frame(.headers, flags: H2.endHeaders | H2.endStream, stream: 1, payload: block)
-                    + H2.request(stream: 3, token: Self.token, body: Self.body))
+                    + H2.request(stream: 3, token: Hostile.token, body: Hostile.body))
             let received = await client.waitUntil {
-                Self.hasResponse(H2.parse($0), stream: 3) && Self.hasResponse(H2.parse($0), stream: 1)
+                Hostile.hasResponse(H2.parse($0), stream: 3) && Hostile.hasResponse(H2.parse($0), stream: 1)
             }
             let frames = H2.parse(received)
             #expect(!frames.contains { $0.stream == 1 && $0.type == H2.FrameType.rstStream.rawValue })
-            #expect(Self.hasResponse(frames, stream: 1), "431")
-            #expect(Self.hasResponse(frames, stream: 3))
+            #expect(Hostile.hasResponse(frames, stream: 1), "431")
+            #expect(Hostile.hasResponse(frames, stream: 3))
             await client.close()
-            try await Self.expectHealthy(mock, residentBefore: before)
+            try await Hostile.expectHealthy(mock, residentBefore: before)
         }
     }
 
@@ -115,7 +116,7 @@ extension HostileClientTests {
     @Test func pingFlood() async throws {
         try await ServerProcess.withRunning { mock in
             let before = mock.residentKiB
-            let client = try await Self.tlsClient(mock)
+            let client = try await Hostile.tlsClient(mock)
             try await client.send(H2.preface + H2.settings())
             try await client.stopReading()
             let ping = H2.frame(.ping, stream: 0, payload: [UInt8](repeating: 7, count: 8))
@@ -128,7 +129,7 @@ extension HostileClientTests {
             try? await client.resumeReading()
             let outcome = await client.waitForClose()
             #expect(outcome.closed)
-            try await Self.expectHealthy(mock, residentBefore: before)
+            try await Hostile.expectHealthy(mock, residentBefore: before)
         }
     }
 
@@ -136,12 +137,12 @@ extension HostileClientTests {
     @Test func garbageAfterThePreface() async throws {
         try await ServerProcess.withRunning { mock in
             let before = mock.residentKiB
-            let client = try await Self.tlsClient(mock)
+            let client = try await Hostile.tlsClient(mock)
             var generator = SystemRandomNumberGenerator()
             try? await client.send(H2.preface + H2.settings() + (0..<65_536).map { _ in UInt8.random(in: 0...255, using: &generator) })
             let outcome = await client.waitForClose()
             #expect(outcome.closed)
-            try await Self.expectHealthy(mock, residentBefore: before)
+            try await Hostile.expectHealthy(mock, residentBefore: before)
         }
     }
 }

@@ -7,7 +7,8 @@ import Testing
 
 /// The listeners' defences: connection limits, accept back-off when descriptors run
 /// out, the admin listener's timeouts, and memory given back after bursts of connections.
-extension HostileClientTests {
+@Suite("Listener defences", .timeLimit(.minutes(2)))
+struct HostileListenerTests {
     // MARK: Connection limits
 
     /// Past server.maxConnections a new connection is closed at once (reset) and the refusal is
@@ -37,7 +38,7 @@ extension HostileClientTests {
             #expect(mock.log.contains("setting=server.maxConnections"))
             for client in held { await client.close() }
             try await Task.sleep(for: .milliseconds(200))
-            try await Self.expectHealthy(mock, residentBefore: before)
+            try await Hostile.expectHealthy(mock, residentBefore: before)
         }
     }
 
@@ -70,7 +71,7 @@ extension HostileClientTests {
             #expect(ContinuousClock.now - started < .seconds(8))
             let stats = try await mock.admin.request("GET", "/v1/stats")
             #expect(stats.status == 200)
-            try await Self.expectHealthy(mock, residentBefore: before)
+            try await Hostile.expectHealthy(mock, residentBefore: before)
         }
     }
 
@@ -81,7 +82,7 @@ extension HostileClientTests {
             let stream = try await EventStreamTests.subscribe(adminPort: mock.adminPort, "outcome=all")
             let quiet = await stream.waitForClose(timeout: .seconds(3))
             #expect(!quiet.closed, "the event stream was closed by a timeout")
-            let response = try await Curl.send(url: "\(mock.baseURL)/3/device/\(Self.token)", caPath: mock.caPath)
+            let response = try await Curl.send(url: "\(mock.baseURL)/3/device/\(Hostile.token)", caPath: mock.caPath)
             #expect(response.status == 200)
             let received = await stream.waitUntil(timeout: .seconds(10)) { String(decoding: $0, as: UTF8.self).contains("\ndata: {") }
             #expect(String(decoding: received, as: UTF8.self).contains("\ndata: {"))
@@ -97,7 +98,7 @@ extension HostileClientTests {
             // 3 KB payloads: a page of 10,000 records is over 30 MB, more than the socket buffers
             // on both sides can hold, however far the kernel grows them.
             let alert = String(repeating: "a record to be listed ", count: 140)
-            let load = try await H2Load.push(10000, to: mock.baseURL, token: Self.token, payload: #"{"aps":{"alert":"\#(alert)"}}"#)
+            let load = try await H2Load.push(10000, to: mock.baseURL, token: Hostile.token, payload: #"{"aps":{"alert":"\#(alert)"}}"#)
             #expect(load.allSucceeded(10000), "\(load.text.suffix(400))")
             let before = mock.residentKiB
             let reader = try await RawClient.connect(port: mock.adminPort, security: .plaintext, receiveBuffer: 16384)
@@ -123,7 +124,7 @@ extension HostileClientTests {
             // The page (some 40 MB of JSON) was built whole before it went out; once it is
             // dropped, its memory is handed back to the system (MemoryReturn), a second later.
             try await Task.sleep(for: .seconds(2))
-            try await Self.expectHealthy(mock, residentBefore: before, allowanceMiB: 40)
+            try await Hostile.expectHealthy(mock, residentBefore: before, allowanceMiB: 40)
         }
     }
 
@@ -144,7 +145,7 @@ extension HostileClientTests {
             try await Task.sleep(for: .milliseconds(300))
             let stats = try await mock.admin.request("GET", "/v1/stats")
             #expect(stats.status == 200)
-            try await Self.expectHealthy(mock, residentBefore: before)
+            try await Hostile.expectHealthy(mock, residentBefore: before)
         }
     }
 
@@ -170,10 +171,10 @@ extension HostileClientTests {
             let raised = try await server.setDescriptorLimit(4096)
             #expect(raised.exitCode == 0, "\(raised.stderr)")
             try await Task.sleep(for: .milliseconds(500))
-            let response = try await Curl.send(url: "\(server.baseURL)/3/device/\(Self.token)", caPath: server.certificates.caPath)
+            let response = try await Curl.send(url: "\(server.baseURL)/3/device/\(Hostile.token)", caPath: server.certificates.caPath)
             #expect(response.status == 200)
             #expect(server.isAlive)
-            #expect(server.residentKiB <= residentBefore + Self.residentAllowanceMiB * 1024)
+            #expect(server.residentKiB <= residentBefore + Hostile.residentAllowanceMiB * 1024)
         }
     }
 
@@ -200,9 +201,9 @@ extension HostileClientTests {
             #expect(server.isAlive)
             #expect(server.openDescriptors < 160)
             for client in flood { await client.close() }
-            let response = try await Curl.send(url: "\(server.baseURL)/3/device/\(Self.token)", caPath: server.certificates.caPath)
+            let response = try await Curl.send(url: "\(server.baseURL)/3/device/\(Hostile.token)", caPath: server.certificates.caPath)
             #expect(response.status == 200)
-            #expect(server.residentKiB <= residentBefore + Self.residentAllowanceMiB * 1024)
+            #expect(server.residentKiB <= residentBefore + Hostile.residentAllowanceMiB * 1024)
         }
     }
 
@@ -216,12 +217,12 @@ extension HostileClientTests {
         try await ServerProcess.withRunning(yaml: yaml) { server in
             func burst() async throws {
                 let load = try await H2Load.push(
-                    3000, to: "https://127.0.0.1:\(server.apnsPort)", token: Self.token, payload: String(decoding: Self.body, as: UTF8.self),
+                    3000, to: "https://127.0.0.1:\(server.apnsPort)", token: Hostile.token, payload: String(decoding: Hostile.body, as: UTF8.self),
                     clients: 1500, streams: 2, threads: 2)
                 #expect(load.all2xx(3000), "\(load.text.suffix(600))")
             }
             // Warm up what a first request initialises, then measure.
-            let warm = try await Curl.send(url: "\(server.baseURL)/3/device/\(Self.token)", caPath: server.certificates.caPath)
+            let warm = try await Curl.send(url: "\(server.baseURL)/3/device/\(Hostile.token)", caPath: server.certificates.caPath)
             #expect(warm.status == 200)
             let before = server.residentKiB
             var peak = before

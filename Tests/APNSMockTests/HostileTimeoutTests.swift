@@ -7,50 +7,10 @@ import Testing
 
 /// Clients that hold a connection open without finishing anything: a request whose
 /// body never comes, a response the client never takes, a preface never sent. Every hostile case
-/// of the suite ends as ``HostileClientTests/expectHealthy(_:residentBefore:allowanceMiB:sourceLocation:)``
+/// of the suite ends as ``Hostile/expectHealthy(_:residentBefore:allowanceMiB:sourceLocation:)``
 /// says: a normal request on a new connection gets 200 and resident memory is back within bounds.
-extension HostileClientTests {
-    /// Resident memory of the mock's process may end this much above where it was before an
-    /// attack (MiB): room for what a first use allocates, far below what an unbounded flood or a
-    /// burst's retained heap leaves.
-    static let residentAllowanceMiB = 48
-
-    /// The end of every hostile case, on a mock in a process of its own (``ServerProcess``), so
-    /// that its memory is its own and its death would show: the process is alive, a normal request
-    /// on a new connection gets 200, and its resident memory returns within `allowanceMiB` of
-    /// `residentBefore` (KiB) within ten seconds.
-    static func expectHealthy(
-        _ server: ServerProcess, residentBefore: Int, allowanceMiB: Int = residentAllowanceMiB,
-        sourceLocation: SourceLocation = #_sourceLocation
-    ) async throws {
-        #expect(server.isAlive, "the mock's process died", sourceLocation: sourceLocation)
-        let response = try await Curl.send(url: "\(server.baseURL)/3/device/\(token)", caPath: server.caPath)
-        #expect(response.status == 200, sourceLocation: sourceLocation)
-        var resident = server.residentKiB
-        let deadline = ContinuousClock.now + .seconds(10)
-        while resident > residentBefore + allowanceMiB * 1024, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(200))
-            resident = server.residentKiB
-        }
-        #expect(
-            resident <= residentBefore + allowanceMiB * 1024,
-            "resident memory \(resident / 1024) MiB, was \(residentBefore / 1024) MiB before the attack",
-            sourceLocation: sourceLocation)
-    }
-
-    static func tlsClient(_ mock: RunningMock) async throws -> RawClient {
-        try await RawClient.connect(port: mock.apnsPort, security: .tls(caPath: mock.caPath, alpn: ["h2"]))
-    }
-
-    static func tlsClient(_ server: ServerProcess) async throws -> RawClient {
-        try await RawClient.connect(port: server.apnsPort, security: .tls(caPath: server.caPath, alpn: ["h2"]))
-    }
-
-    static let postHeaders: [(String, String)] = [
-        (":method", "POST"), (":scheme", "https"), (":path", "/3/device/\(token)"), (":authority", "localhost"),
-        ("apns-topic", "com.example.app"), ("authorization", Curl.demoAuthorization ?? ""),
-    ]
-
+@Suite("Clients that hold a connection", .timeLimit(.minutes(2)))
+struct HostileTimeoutTests {
     /// Short stream timeouts for the stuck-stream cases.
     static let shortTimeouts = "server: { requestTimeout: 1, responseTimeout: 1 }\n"
 
@@ -61,15 +21,15 @@ extension HostileClientTests {
     @Test func declaredBodyThatNeverArrivesEndsTheConnection() async throws {
         try await ServerProcess.withRunning(yaml: Self.shortTimeouts) { mock in
             let before = mock.residentKiB
-            let client = try await Self.tlsClient(mock)
+            let client = try await Hostile.tlsClient(mock)
             try await client.send(
-                H2.preface + H2.settings() + H2.headers(stream: 1, Self.postHeaders + [("content-length", "100")], endStream: false)
+                H2.preface + H2.settings() + H2.headers(stream: 1, Hostile.postHeaders + [("content-length", "100")], endStream: false)
                     + H2.data(stream: 1, Array(repeating: 0x20, count: 10), endStream: false))
             let outcome = await client.waitForClose(timeout: .seconds(8))
             #expect(outcome.closed)
             let goaway = H2.parse(outcome.received).compactMap(\.goaway).first
             #expect(goaway?.debug == #"{"reason":"IdleTimeout"}"#)
-            try await Self.expectHealthy(mock, residentBefore: before)
+            try await Hostile.expectHealthy(mock, residentBefore: before)
         }
     }
 
@@ -78,17 +38,17 @@ extension HostileClientTests {
     @Test func responseStuckBehindAZeroWindowEndsTheConnection() async throws {
         try await ServerProcess.withRunning(yaml: Self.shortTimeouts) { mock in
             let before = mock.residentKiB
-            let client = try await Self.tlsClient(mock)
+            let client = try await Hostile.tlsClient(mock)
             // BadDeviceToken: 400 with a JSON body, which the window holds back.
             try await client.send(
-                H2.preface + H2.settings([(0x4, 0)]) + H2.request(stream: 1, token: "zz", body: Self.body))
+                H2.preface + H2.settings([(0x4, 0)]) + H2.request(stream: 1, token: "zz", body: Hostile.body))
             let outcome = await client.waitForClose(timeout: .seconds(8))
             #expect(outcome.closed)
             let frames = H2.parse(outcome.received)
-            #expect(Self.hasResponse(frames, stream: 1))
+            #expect(Hostile.hasResponse(frames, stream: 1))
             #expect(!frames.contains { $0.type == H2.FrameType.data.rawValue && $0.stream == 1 })
             #expect(frames.compactMap(\.goaway).first?.debug == #"{"reason":"IdleTimeout"}"#)
-            try await Self.expectHealthy(mock, residentBefore: before)
+            try await Hostile.expectHealthy(mock, residentBefore: before)
         }
     }
 
@@ -96,10 +56,10 @@ extension HostileClientTests {
     @Test func connectionThatNeverSendsThePrefaceIsClosed() async throws {
         try await ServerProcess.withRunning(yaml: "server: { handshakeTimeout: 1 }\n") { mock in
             let before = mock.residentKiB
-            let client = try await Self.tlsClient(mock)
+            let client = try await Hostile.tlsClient(mock)
             let outcome = await client.waitForClose(timeout: .seconds(8))
             #expect(outcome.closed)
-            try await Self.expectHealthy(mock, residentBefore: before)
+            try await Hostile.expectHealthy(mock, residentBefore: before)
         }
     }
 
@@ -113,9 +73,9 @@ extension HostileClientTests {
         }) { mock in
             let added = try await mock.admin.addFault(json: #"{"match":{"topic":"com.example.app"},"delayMs":3000,"times":1}"#)
             #expect(added.status == 201)
-            let client = try await Self.tlsClient(mock)
-            try await client.send(H2.preface + H2.settings() + H2.request(stream: 1, token: Self.token, body: Self.body))
-            let received = await client.waitUntil(timeout: .seconds(10)) { Self.hasResponse(H2.parse($0), stream: 1) }
+            let client = try await Hostile.tlsClient(mock)
+            try await client.send(H2.preface + H2.settings() + H2.request(stream: 1, token: Hostile.token, body: Hostile.body))
+            let received = await client.waitUntil(timeout: .seconds(10)) { Hostile.hasResponse(H2.parse($0), stream: 1) }
             let frames = H2.parse(received)
             let response = frames.first { $0.type == H2.FrameType.headers.rawValue && $0.stream == 1 }
             #expect(response?.payload.first == 0x88)
@@ -137,7 +97,7 @@ extension HostileClientTests {
                 let client = try await RawClient.connect(
                     port: server.apnsPort, security: .tls(caPath: server.certificates.caPath, alpn: ["h2"]))
                 // On a loaded machine the server may have ended it already (idle timeout 1 s).
-                try? await client.send(H2.preface + H2.settings([(0x4, 0)]) + H2.request(stream: 1, token: "zz", body: Self.body))
+                try? await client.send(H2.preface + H2.settings([(0x4, 0)]) + H2.request(stream: 1, token: "zz", body: Hostile.body))
                 clients.append(client)
             }
             // Past the idle timeout; each connection's response is still stuck.
@@ -146,7 +106,7 @@ extension HostileClientTests {
             #expect(cpu < 0.3, "the process used \(cpu) s of CPU in 3 s with 300 stuck connections")
             for client in clients { await client.close() }
             #expect(server.isAlive)
-            let response = try await Curl.send(url: "\(server.baseURL)/3/device/\(Self.token)", caPath: server.certificates.caPath)
+            let response = try await Curl.send(url: "\(server.baseURL)/3/device/\(Hostile.token)", caPath: server.certificates.caPath)
             #expect(response.status == 200)
         }
     }

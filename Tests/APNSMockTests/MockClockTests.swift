@@ -140,12 +140,12 @@ struct MockClockTests {
                 H2.request(stream: 1, token: Self.device, body: ConnectionFaultTests.body)
                     + H2.request(stream: 3, token: delayed, body: ConnectionFaultTests.body)
                     + H2.request(stream: 5, token: hung, body: ConnectionFaultTests.body))
-            _ = await client.waitUntil { HostileClientTests.hasResponse(H2.parse($0), stream: 1) }
+            _ = await client.waitUntil { Hostile.hasResponse(H2.parse($0), stream: 1) }
             // The delayed answer has not gone out yet.
             let waiting = try #require(try await mock.admin.wait(RecordQuery(token: delayed), count: 1).page.notifications.first)
             #expect(!waiting.responseWritten)
-            _ = await client.waitUntil(timeout: .seconds(20)) { HostileClientTests.hasResponse(H2.parse($0), stream: 3) }
-            #expect(HostileClientTests.hasResponse(ConnectionFaultTests.frames(client), stream: 3))
+            _ = await client.waitUntil(timeout: .seconds(20)) { Hostile.hasResponse(H2.parse($0), stream: 3) }
+            #expect(Hostile.hasResponse(ConnectionFaultTests.frames(client), stream: 3))
             await client.close()
 
             let records = try await mock.admin.notifications(RecordQuery(outcome: .all)).notifications
@@ -165,7 +165,7 @@ struct MockClockTests {
             let after = try await mock.admin.wait(RecordQuery(token: cutOff), count: 1).page.notifications
             #expect(after.first?.status == 200, "decided: 200")
             #expect(after.first?.responseWritten == false, "but never sent")
-            #expect(!HostileClientTests.hasResponse(ConnectionFaultTests.frames(second), stream: 1))
+            #expect(!Hostile.hasResponse(ConnectionFaultTests.frames(second), stream: 1))
         }
     }
 }
