@@ -1,6 +1,6 @@
 // The inbox page's script (inbox.html). Plain JS, no build step, nothing fetched from elsewhere:
 // it talks to the admin API like any client. Record data is only ever put into the page with
-// textContent (never innerHTML), truncated; see docs/admin-api.md, "The inbox page".
+// textContent (never as markup), truncated; see docs/admin-api.md, "The inbox page".
 "use strict";
 (() => {
   // How many records the page keeps and shows: the newest. Everything older is dropped from the
