@@ -263,16 +263,10 @@ public struct FaultRule: Sendable, Equatable {
         }
 
         switch actionName {
-        case .reset?, .close?, .hang?, .tcpReset?:
-            if let respond = fields.optional("respond") {
-                throw respond.error(.contradiction, "a \"\(actionName?.rawValue ?? "")\" action sends no response; remove respond")
-            }
-            switch actionName {
-            case .reset?: rule.action = .reset
-            case .close?: rule.action = .close
-            case .hang?: rule.action = .hang
-            default: rule.action = .tcpReset
-            }
+        case .reset?: rule.action = .reset
+        case .close?: rule.action = .close
+        case .hang?: rule.action = .hang
+        case .tcpReset?: rule.action = .tcpReset
         case .shrinkStreams?:
             // shrink-streams needs its new limit; the error names the missing field.
             let limit: Int
@@ -293,6 +287,10 @@ public struct FaultRule: Sendable, Equatable {
             if rule.respond == nil, rule.delayMs == 0 {
                 throw field.error(.missingField, "the rule does nothing: give respond, action or delayMs")
             }
+        }
+        // Actions that leave the request unanswered take no response; goaway sends it as debug data.
+        if let action = rule.action, !action.answers, action != .goaway, let respond = fields.optional("respond") {
+            throw respond.error(.contradiction, "a \"\(action.name.rawValue)\" action sends no response; remove respond")
         }
         return rule
     }
