@@ -88,7 +88,7 @@ struct ConnectionFaultTests {
     @Test func shrinkStreamsLowersTheLimitAndRestoresIt() async throws {
         try await MockHarness.withRunningMock(configure: Self.configure) { mock in
             try await mock.admin.addFault(
-                json: #"{"action":"shrink-streams","maxConcurrentStreams":1,"durationMs":800,"times":1}"#).expect([201])
+                json: #"{"action":"shrink-streams","maxConcurrentStreams":1,"durationMs":4000,"times":1}"#).expect([201])
             let client = try await Self.connect(mock)
             try await client.send(H2.request(stream: 1, token: Self.token, body: Self.body))
             let shrunk = await client.waitUntil { Self.streamLimits(H2.parse($0)).last == 1 }
@@ -103,8 +103,9 @@ struct ConnectionFaultTests {
             try await client.send(H2.frame(.settings, flags: H2.ack) + open + H2.request(stream: 5, token: Self.token, body: Self.body))
             let refused = await client.waitUntil { bytes in H2.parse(bytes).contains { $0.stream == 5 && $0.rstErrorCode != nil } }
             #expect(H2.parse(refused).first { $0.stream == 5 && $0.rstErrorCode != nil }?.rstErrorCode == HTTP2ErrorCode.refusedStream.rawValue)
-            // After durationMs the limit is back.
-            let restored = await client.waitUntil(timeout: .seconds(5)) { Self.streamLimits(H2.parse($0)).last == 1000 }
+            // After durationMs the limit is back. durationMs is long enough that a stalled test
+            // process still reads the lowered limit before it is restored.
+            let restored = await client.waitUntil(timeout: .seconds(10)) { Self.streamLimits(H2.parse($0)).last == 1000 }
             #expect(Self.streamLimits(H2.parse(restored)).suffix(2) == [1, 1000])
             await client.close()
             let record = try #require(try await mock.admin.notifications().notifications.first)

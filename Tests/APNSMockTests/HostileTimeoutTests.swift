@@ -67,15 +67,17 @@ struct HostileTimeoutTests {
     /// response timeout and the idle timeout and gets its answer.
     @Test func deliberatelyDelayedAnswerIsNotAStuckStream() async throws {
         try await MockHarness.withRunningMock(configure: {
-            $0.requestTimeout = .seconds(1)
-            $0.responseTimeout = .seconds(1)
-            $0.idleTimeout = .seconds(1)
+            // The delay is three times every timeout; the timeouts leave a test process that
+            // stalls under the whole suite time to send its request.
+            $0.requestTimeout = .seconds(2)
+            $0.responseTimeout = .seconds(2)
+            $0.idleTimeout = .seconds(2)
         }) { mock in
-            let added = try await mock.admin.addFault(json: #"{"match":{"topic":"com.example.app"},"delayMs":3000,"times":1}"#)
+            let added = try await mock.admin.addFault(json: #"{"match":{"topic":"com.example.app"},"delayMs":6000,"times":1}"#)
             #expect(added.status == 201)
             let client = try await Hostile.tlsClient(mock)
             try await client.send(H2.preface + H2.settings() + H2.request(stream: 1, token: Hostile.token, body: Hostile.body))
-            let received = await client.waitUntil(timeout: .seconds(10)) { Hostile.hasResponse(H2.parse($0), stream: 1) }
+            let received = await client.waitUntil(timeout: .seconds(15)) { Hostile.hasResponse(H2.parse($0), stream: 1) }
             let frames = H2.parse(received)
             let response = frames.first { $0.type == H2.FrameType.headers.rawValue && $0.stream == 1 }
             #expect(response?.payload.first == 0x88)
