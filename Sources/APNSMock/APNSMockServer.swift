@@ -44,7 +44,7 @@ public struct APNSMockServer: Service {
             clientCAPath: configuration.clientCAPath)
         let tokenKeys = try TokenKeys.load(configuration.teams)
         let state = MockState(configuration: configuration)
-        let router = APIRouter(role: .apns, configuration: configuration, tokenKeys: tokenKeys, state: state, logger: logger)
+        let routes = Routes(configuration: configuration, tokenKeys: tokenKeys, state: state, logger: logger)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.threads))
         // One quiescing helper per listener: a helper follows a single server channel (the first
         // that registers), so a shared one would leave the others' connections without GOAWAY.
@@ -65,7 +65,7 @@ public struct APNSMockServer: Service {
                 let quiesce = ServerQuiescingHelper(group: group)
                 quiescers.append(quiesce)
                 let channel = try await Self.bindTLSListener(
-                    address, router: router.serving(address.role), tlsContext: tlsContext,
+                    address, routes: routes.serving(address.role), tlsContext: tlsContext,
                     group: group, quiesce: quiesce, configuration: configuration, logger: logger)
                 channels.append(channel)
                 var listening = address
@@ -104,7 +104,7 @@ public struct APNSMockServer: Service {
         // The admin listener starts once the APNs one is bound, so /healthz never answers 200
         // before requests can be sent.
         let api = AdminAPI(
-            state: state, validator: router.device.validator,
+            state: state, validator: routes.validator,
             knownApps: configuration.allowedTopics == .any ? nil : Set(configuration.teams.flatMap(\.apps)),
             maxConcurrentStreams: Int(configuration.http2.maxConcurrentStreams),
             token: configuration.admin.token,
@@ -130,18 +130,18 @@ extension APNSMockServer {
         return texts.map { $0.hasSuffix("\n") ? $0 : $0 + "\n" }.joined()
     }
 
-    /// Binds one TLS + HTTP/2 listener whose connections serve `router`'s APIs: the APNs listener,
-    /// and any other listener of the same kind. Every connection is counted in the router's
+    /// Binds one TLS + HTTP/2 listener whose connections serve `routes`' APIs: the APNs listener,
+    /// and any other listener of the same kind. Every connection is counted in the routes'
     /// ``MockState``, gets the configured timeouts, and hears about graceful shutdown through
     /// `quiesce`. The listener's defences (docs/architecture.md, "Limits and defences"): at most
     /// `configuration.maxConnections` connections on the TLS listeners together (more are closed
     /// at once with a reset and logged), and a pause in accepting when `accept` fails for want of descriptors instead of
     /// a busy retry.
     static func bindTLSListener(
-        _ address: ListenerAddress, router: APIRouter, tlsContext: TLSContext, group: MultiThreadedEventLoopGroup,
+        _ address: ListenerAddress, routes: ListenerRoutes, tlsContext: TLSContext, group: MultiThreadedEventLoopGroup,
         quiesce: ServerQuiescingHelper, configuration: ServerConfiguration, logger: Logger
     ) async throws -> Channel {
-        let connections = router.state.connections
+        let connections = routes.state.connections
         let name = address.name
         // One limit for the TLS listeners together, kept in the shared registry.
         let refusals = RefusalLog(
@@ -169,12 +169,12 @@ extension APNSMockServer {
                     }
                     MemoryReturn.shared.connectionOpened()
                     var connectionLogger = logger
-                    connectionLogger[metadataKey: "connection"] = "\(router.state.connectionNumber(of: id))"
+                    connectionLogger[metadataKey: "connection"] = "\(routes.state.connectionNumber(of: id))"
                     let connection: APNSConnection
                     do {
                         connection = try APNSConnection(
                             id: id, tlsContext: tlsContext, settings: configuration.http2,
-                            router: router, logger: connectionLogger)
+                            routes: routes, logger: connectionLogger)
                     } catch {
                         connections.closed()
                         MemoryReturn.shared.connectionClosed()

@@ -31,11 +31,12 @@ struct AuthenticatorTests {
             tokenId: ES256.fingerprint(authorization.utf8.dropFirst(7)), signatureForm: .jose))
         #expect(first.summary.tokenId?.count == 12)
         #expect(first.allowedTopics == .bundleIDs(["com.example.app"]))
-        #expect(state.streamLimitRaisePending)
+        #expect(first.acceptedFirstToken)
         #expect(state.binding?.token == authorization)
         // Later requests use the binding: no verification, but the clock still applies.
         let later = authenticator.authenticate(authorization: authorization, environment: .sandbox, now: iat + 3600, state: &state)
         #expect(later.failure == nil)
+        #expect(!later.acceptedFirstToken, "only the first accepted token lifts the stream limit")
         let expired = authenticator.authenticate(authorization: authorization, environment: .sandbox, now: iat + 3601, state: &state)
         #expect(expired.failure?.reason == .expiredProviderToken)
     }
@@ -178,7 +179,7 @@ struct AuthenticatorTests {
         #expect(result.failure?.reason == .invalidProviderToken)
         #expect(state.lastToken == "bearer a.b.c")
         #expect(state.binding == nil)
-        #expect(!state.streamLimitRaisePending)
+        #expect(!result.acceptedFirstToken)
     }
 
     @Test func certificateConnectionIgnoresAuthorization() throws {

@@ -72,12 +72,12 @@ struct RawRecordTests {
             RawRecord.Interpreted(priority: 10, expiration: nil, pushType: .liveactivity, topic: topic, lint: lint)
         }
         func device(_ lint: [LintFinding]) -> RequestShape {
-            connection.recordShape(
+            connection.shapes.device(
                 for: request, accepted: true, lint: lint, interpreted: { interpreted("com.example.app", lint) },
                 environment: .sandbox, auth: AuthSummary(method: .token), connectionID: 1)
         }
         func broadcast(_ topic: String, _ lint: [LintFinding]) -> RequestShape {
-            connection.broadcastSideShape(
+            connection.shapes.broadcastSide(
                 for: request, interpreted: interpreted(topic, lint), environment: .sandbox,
                 auth: AuthSummary(method: .token), connectionID: 1)
         }

@@ -5,24 +5,75 @@ import Logging
 import NIOCore
 import Testing
 
-/// ``APNSConnection`` driven with bytes alone, no sockets.
+/// ``APNSConnection`` driven with bytes alone, no sockets: TLS records in, TLS records out, with a
+/// TLS client in memory (``EmbeddedTLSClient``). What a request meets after its bytes arrive —
+/// routing, deciding, the policy, the record and the answer — is the server's own code.
 @Suite("Sans-I/O connection")
 struct SansIOConnectionTests {
-    func makeConnection() throws -> APNSConnection {
-        let material = try MockHarness.sharedCertificates()
-        let context = try TLSContext(
-            certificateChainPath: material.serverCertificatePath, privateKeyPath: material.serverKeyPath,
-            clientCAPath: material.caPath)
-        let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
-        let configuration = ServerConfiguration()
-        let router = APIRouter(
-            role: .apns, configuration: configuration, tokenKeys: .empty, state: MockState(configuration: configuration),
-            logger: logger)
-        return try APNSConnection(id: 1, tlsContext: context, settings: HTTP2Settings(), router: router, logger: logger)
+    struct Mock {
+        var state: MockState
+        var routes: Routes
+        var material: TestCertificates
+        let context: TLSContext
+
+        init(configure: (inout ServerConfiguration) -> Void = { _ in }) throws {
+            material = try MockHarness.sharedCertificates()
+            context = try TLSContext(
+                certificateChainPath: material.serverCertificatePath, privateKeyPath: material.serverKeyPath,
+                clientCAPath: material.caPath)
+            var configuration = ServerConfiguration()
+            configuration.teams = [try MockHarness.demoTeam()]
+            configure(&configuration)
+            state = MockState(configuration: configuration)
+            routes = Routes(
+                configuration: configuration, tokenKeys: try TokenKeys.load(configuration.teams), state: state,
+                logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        }
+
+        func connection(_ role: ListenerRole = .apns, id: UInt64 = 1) throws -> APNSConnection {
+            try APNSConnection(
+                id: id, tlsContext: context, settings: HTTP2Settings(), routes: routes.serving(role),
+                logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        }
+
+        /// A connection with TLS up and the HTTP/2 prefaces exchanged.
+        func client(_ role: ListenerRole = .apns, serverName: String = "localhost") throws -> EmbeddedTLSClient {
+            let client = try EmbeddedTLSClient(to: try connection(role), caPath: material.caPath, serverName: serverName)
+            client.send(H2.preface + H2.settings())
+            return client
+        }
+
+        var records: [RawRecord] { (1...max(1, state.records.lastSeq)).compactMap { state.records.record($0) } }
+    }
+
+    static let token = String(repeating: "ab", count: 32)
+    static let authorization = "bearer " + ((try? MockHarness.demoToken()) ?? "")
+
+    static func request(
+        stream: UInt32, method: String = "POST", path: String, authority: String = "localhost",
+        extra: [(String, String)] = [], body: String = #"{"aps":{"alert":"hi"}}"#
+    ) -> [UInt8] {
+        let fields = [(":method", method), (":scheme", "https"), (":path", path), (":authority", authority),
+                      ("authorization", authorization)] + extra
+        return H2.headers(stream: stream, fields, endStream: body.isEmpty)
+            + (body.isEmpty ? [] : H2.data(stream: stream, Array(body.utf8), endStream: true))
+    }
+
+    /// The `:status` and the other fields of the response on `stream`.
+    static func response(_ client: EmbeddedTLSClient, stream: UInt32) -> [String: String]? {
+        let decoder = HPACKDecoder()
+        var found: [String: String]?
+        for frame in client.frames where frame.type == H2.FrameType.headers.rawValue {
+            let fields = decoder.decode(frame.payload) ?? []
+            if frame.stream == stream {
+                found = Dictionary(fields.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first })
+            }
+        }
+        return found
     }
 
     @Test func malformedHandshakeRecordEndsTheConnectionWithAnAlert() throws {
-        let connection = try makeConnection()
+        let connection = try Mock().connection()
         // A TLS handshake record whose message is of an unknown type.
         let garbage: [UInt8] = [0x16, 0x03, 0x01, 0x00, 0x05, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]
         connection.receive(ByteBuffer(bytes: garbage))
@@ -34,10 +85,101 @@ struct SansIOConnectionTests {
     }
 
     @Test func partialClientHelloWaitsForMore() throws {
-        let connection = try makeConnection()
+        let connection = try Mock().connection()
         let partial: [UInt8] = [0x16, 0x03, 0x01, 0x00, 0x80]
         connection.receive(ByteBuffer(bytes: partial))
         #expect(!connection.isFinished)
         #expect(!connection.isHandshakeComplete)
+    }
+
+    /// A device push goes through the whole pipeline: decided in the environment the SNI names,
+    /// answered 200 with the sandbox's `apns-unique-id`, recorded as written.
+    @Test func devicePushIsDecidedAnsweredAndRecorded() throws {
+        let mock = try Mock()
+        let client = try mock.client(serverName: "api.sandbox.push.apple.com")
+        client.send(Self.request(
+            stream: 1, path: "/3/device/\(Self.token)", authority: "api.sandbox.push.apple.com",
+            extra: [("apns-topic", "com.example.app")]))
+        let response = try #require(Self.response(client, stream: 1))
+        #expect(response[":status"] == "200")
+        #expect(response["apns-unique-id"] != nil)
+        let record = try #require(mock.records.last)
+        #expect(record.kind == .device)
+        #expect(record.status == 200)
+        #expect(record.path == "/3/device/\(Self.token)")
+        #expect(record.responseWritten)
+        #expect(record.apnsID.text == response["apns-id"])
+    }
+
+    /// The routing table: each listener's requests reach the API its routes name.
+    @Test(arguments: [
+        // On the APNs listener, broadcasts by their path prefix, everything else to the device API
+        // (which answers unknown paths 404 BadPath, as APNs does).
+        (ListenerRole.apns, "POST", "/4/broadcasts/apps/com.example.app", RecordKind.broadcast, "400"),
+        (ListenerRole.apns, "POST", "/1/apps/com.example.app/channels", RecordKind.device, "404"),
+        (ListenerRole.apns, "POST", "/nowhere", RecordKind.device, "404"),
+        // A channel-management listener sends every path to its environment's channel API.
+        (ListenerRole.channelManagement(.sandbox), "GET", "/1/apps/com.example.app/all-channels", RecordKind.channel, "200"),
+        (ListenerRole.channelManagement(.production), "POST", "/3/device/\(token)", RecordKind.channel, "404"),
+    ])
+    func requestsReachTheirListenersAPI(
+        role: ListenerRole, method: String, path: String, kind: RecordKind, status: String
+    ) throws {
+        let mock = try Mock()
+        let client = try mock.client(role)
+        client.send(Self.request(
+            stream: 1, method: method, path: path, extra: [("apns-topic", "com.example.app")],
+            body: method == "GET" ? "" : "{}"))
+        #expect(Self.response(client, stream: 1)?[":status"] == status)
+        let record = try #require(mock.records.last)
+        #expect(record.kind == kind)
+        #expect(record.path == path)
+    }
+
+    /// Every listener role has a catch-all route, so no request goes unrouted.
+    @Test func everyListenerHasACatchAllRoute() throws {
+        let routes = try Mock().routes
+        for role in ListenerRole.allCases {
+            let listener = routes.serving(role)
+            #expect(listener.routes.last.map { if case .otherwise = $0.path { true } else { false } } == true, "\(role)")
+            #expect(listener.api(for: nil) != nil)
+        }
+    }
+
+    /// A request is decided after the read that completed it: a client that resets the stream in
+    /// the same read still finds the request recorded, as unanswered, and a stream opened after
+    /// the reset in that read (which may reuse the closed stream's storage) is its own request.
+    @Test func requestResetInTheSameReadIsRecordedAsNotWritten() throws {
+        let mock = try Mock()
+        let client = try mock.client()
+        let other = String(repeating: "cd", count: 32)
+        let cancel = H2.frame(.rstStream, stream: 1, payload: H2.be32(8))
+        client.send(
+            Self.request(stream: 1, path: "/3/device/\(Self.token)", extra: [("apns-topic", "com.example.app")]) + cancel
+                + Self.request(stream: 3, path: "/3/device/\(other)", extra: [("apns-topic", "com.example.app")]))
+        #expect(Self.response(client, stream: 1) == nil)
+        #expect(Self.response(client, stream: 3)?[":status"] == "200")
+        let records = mock.records
+        #expect(records.map(\.streamID) == [1, 3])
+        #expect(records.map(\.path) == ["/3/device/\(Self.token)", "/3/device/\(other)"])
+        #expect(records.map(\.status) == [200, 200], "decided as any other request")
+        #expect(records.map(\.responseWritten) == [false, true], "the first answer never left")
+    }
+
+    /// Many requests completed in one read are decided in order, each on its own stream, and the
+    /// first accepted token lifts the one-stream limit with a SETTINGS frame.
+    @Test func requestsOfOneReadAreDecidedInOrder() throws {
+        let mock = try Mock()
+        let client = try mock.client()
+        client.send(Self.request(stream: 1, path: "/3/device/\(Self.token)", extra: [("apns-topic", "com.example.app")]))
+        let settings = client.frames.filter { $0.type == H2.FrameType.settings.rawValue && $0.flags & H2.ack == 0 }
+        #expect(settings.count == 2, "the initial SETTINGS, then the raised limit")
+        let streams: [UInt32] = [3, 5, 7, 9]
+        client.send(streams.flatMap {
+            Self.request(stream: $0, path: "/3/device/\(Self.token)", extra: [("apns-topic", "com.example.app")])
+        })
+        #expect(streams.map { Self.response(client, stream: $0)?[":status"] } == ["200", "200", "200", "200"])
+        #expect(mock.records.map(\.streamID) == [1, 3, 5, 7, 9])
+        #expect(mock.records.allSatisfy { $0.responseWritten })
     }
 }

@@ -159,6 +159,31 @@ def record_with(driver, css, text):
     return None
 
 
+def text_of_record(driver, css, text):
+    """The text of the first element matching css that contains text, read in one go (None: none)."""
+    try:
+        element = record_with(driver, css, text)
+        return element.text if element is not None else None
+    except StaleElementReferenceException:
+        return None
+
+
+def click_in_record(driver, css, text, button_css="button"):
+    """Clicks a button inside the element matching css that contains text, looking it up again
+    whenever the page re-rendered the list in between; whether it clicked."""
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline:
+        element = record_with(driver, css, text)
+        if element is not None:
+            try:
+                element.find_element(By.CSS_SELECTOR, button_css).click()
+                return True
+            except StaleElementReferenceException:
+                pass
+        time.sleep(0.05)
+    return False
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--admin", required=True)
@@ -382,12 +407,12 @@ def run(driver, args):
     driver.find_element(By.ID, "fault-maxConcurrentStreams").send_keys("3")
     driver.find_element(By.ID, "fault-duration").send_keys("500")
     driver.find_element(By.ID, "fault-add").click()
-    shrink, _ = wait_for(driver, 3, lambda d: record_with(d, "#fault-list .fault", "shrink-streams"))
+    shrink, _ = wait_for(driver, 3, lambda d: text_of_record(d, "#fault-list .fault", "shrink-streams"))
     check("a shrink-streams rule is added with its parameters",
-          shrink is not None and "streams 3" in shrink.text and "for 500 ms" in shrink.text,
-          shrink.text if shrink else driver.find_element(By.ID, "fault-message").text)
+          shrink is not None and "streams 3" in shrink and "for 500 ms" in shrink,
+          shrink if shrink else driver.find_element(By.ID, "fault-message").text)
     if shrink is not None:
-        shrink.find_element(By.TAG_NAME, "button").click()
+        check("the rule's remove button is clicked", click_in_record(driver, "#fault-list .fault", "shrink-streams"))
     removed, _ = wait_for(driver, 3, lambda d: "No fault rules" in d.find_element(By.ID, "fault-list").text)
     check("a rule removed from the list is gone", removed, driver.find_element(By.ID, "fault-list").text)
     Select(driver.find_element(By.ID, "fault-action")).select_by_value("")

@@ -36,39 +36,64 @@ extension BroadcastResponse: HTTP2Response {
     }
 }
 
-/// The authenticated, decided form of a broadcast-side request, for the ``Recorder``.
+/// The authenticated, decided form of a broadcast-side request, for the ``Policy`` stage and the
+/// ``Recorder``.
 struct BroadcastSideVerdict<Verdict: Sendable>: Sendable {
     var verdict: Verdict
     var environment: APNSEnvironment
     var auth: AuthSummary
+    /// The request carried the connection's first accepted provider token.
+    var acceptedFirstToken: Bool
     var requestID: APNSResponse.RequestID
 }
 
-/// Channel management, on the channel-management listeners (`/1/apps/<bundle>/channels` and
-/// `/all-channels`; docs/broadcast.md). Deciding reads the connection's credentials and its snapshot
-/// of the channels; creating and deleting happen afterwards, in the ``Recorder``, once no fault rule
-/// replaced the answer.
-struct ChannelAPI: Sendable {
+/// Channel management in one environment, on that environment's channel-management listener
+/// (`/1/apps/<bundle>/channels` and `/all-channels`; docs/broadcast.md). Deciding reads the
+/// connection's credentials and its snapshot of the channels; creating and deleting happen
+/// afterwards, in the ``Policy`` stage, once no fault rule replaced the answer.
+struct ChannelAPI: RequestAPI {
     let validator = BroadcastValidator()
+    let environment: APNSEnvironment
     let authenticator: Authenticator
     let validation: ValidationSettings
     let settings: BroadcastSettings
+    let policy: Policy
+    let recorder: Recorder
 
-    init(configuration: ServerConfiguration, authenticator: Authenticator) {
+    init(
+        environment: APNSEnvironment, configuration: ServerConfiguration, authenticator: Authenticator, policy: Policy,
+        recorder: Recorder
+    ) {
+        self.environment = environment
         self.authenticator = authenticator
         validation = configuration.validation
         settings = configuration.broadcast
+        self.policy = policy
+        self.recorder = recorder
     }
 
-    func decide(
-        _ request: borrowing PushRequest, environment: APNSEnvironment, state: inout ConnectionState, channels: ChannelStore
-    ) -> BroadcastSideVerdict<ChannelRequestVerdict> {
+    func answer(
+        _ request: borrowing PushRequest, stream: RequestStream, context: ConnectionContext,
+        connection: inout ConnectionState
+    ) -> Effects {
+        let decided = decide(request, state: &connection)
+        var (effects, response, channelID) = policy.channelRequest(decided, context: context, connection: &connection)
+        let side = Recorder.BroadcastSide(
+            kind: .channel, bundleID: decided.verdict.bundleID, channelID: channelID, operation: decided.verdict.operation,
+            environment: environment, auth: decided.auth)
+        effects.recordSeq = recorder.recordBroadcastSide(
+            side, response: response, effects: effects, request: request, stream: stream, context: context,
+            connection: &connection)
+        return effects
+    }
+
+    func decide(_ request: borrowing PushRequest, state: inout ConnectionState) -> BroadcastSideVerdict<ChannelRequestVerdict> {
         let (auth, context) = BroadcastContext.deciding(
-            request, environment: environment, authenticator: authenticator, state: &state, channels: channels,
-            settings: settings, validation: validation)
+            request, environment: environment, authenticator: authenticator, state: &state,
+            channels: policy.state.channels, settings: settings, validation: validation)
         let verdict = validator.decideManagement(request, context: context)
         return BroadcastSideVerdict(
-            verdict: verdict, environment: environment, auth: auth.summary,
+            verdict: verdict, environment: environment, auth: auth.summary, acceptedFirstToken: auth.acceptedFirstToken,
             requestID: .take(request.requestID, random: &state.random))
     }
 
@@ -81,7 +106,7 @@ struct ChannelAPI: Sendable {
             return .rejected(rejection, requestID: requestID)
         case .create:
             // Only when a fault rule kept a create from the store (nothing was created): the
-            // recorder then sends the rule's rejection or no response, and uses only requestID.
+            // rule's rejection or no response replaces it, and only requestID is used.
             return .rejected(Rejection(.internalServerError), requestID: requestID)
         case .read(let channel):
             let body = #"{"message-storage-policy":\#(channel.storagePolicy.rawValue),"push-type":"\#(BroadcastValidator.channelPushType)"}"#
@@ -99,30 +124,61 @@ struct ChannelAPI: Sendable {
 /// Broadcasts, `POST /4/broadcasts/apps/<bundle>` on the APNs listener (docs/broadcast.md).
 /// Deciding is a function of the request, the connection's credentials and its snapshot of the
 /// channels: a channel lookup is a dictionary look-up, with no lock.
-struct BroadcastAPI: Sendable {
+struct BroadcastAPI: RequestAPI {
     let validator = BroadcastValidator()
     let authenticator: Authenticator
     let validation: ValidationSettings
     let settings: BroadcastSettings
     let defaultEnvironment: APNSEnvironment
+    let policy: Policy
+    let recorder: Recorder
 
-    init(configuration: ServerConfiguration, authenticator: Authenticator) {
+    init(configuration: ServerConfiguration, authenticator: Authenticator, policy: Policy, recorder: Recorder) {
         self.authenticator = authenticator
         validation = configuration.validation
         settings = configuration.broadcast
         defaultEnvironment = configuration.environment
+        self.policy = policy
+        self.recorder = recorder
+    }
+
+    func answer(
+        _ request: borrowing PushRequest, stream: RequestStream, context: ConnectionContext,
+        connection: inout ConnectionState
+    ) -> Effects {
+        let decided = decide(request, context: context, state: &connection)
+        var response: BroadcastResponse
+        var interpreted: RawRecord.Interpreted?
+        switch decided.verdict.outcome {
+        case .accepted(let broadcast):
+            response = BroadcastResponse(
+                status: 200, requestID: decided.requestID, uniqueID: UUIDValue.random(using: &connection.random))
+            interpreted = RawRecord.Interpreted(
+                priority: broadcast.priority, expiration: broadcast.expiration, pushType: .liveactivity,
+                topic: broadcast.channel.bundleID, lint: broadcast.lint)
+        case .rejected(let rejection):
+            response = .rejected(rejection, requestID: decided.requestID)
+        }
+        var effects = policy.broadcast(decided, response: &response, context: context, connection: &connection)
+        let side = Recorder.BroadcastSide(
+            kind: .broadcast, bundleID: decided.verdict.bundleID, channelID: decided.verdict.channelID,
+            interpreted: interpreted, environment: decided.environment, auth: decided.auth)
+        effects.recordSeq = recorder.recordBroadcastSide(
+            side, response: response, effects: effects, request: request, stream: stream, context: context,
+            connection: &connection)
+        return effects
     }
 
     func decide(
-        _ request: borrowing PushRequest, context: ConnectionContext, state: inout ConnectionState, channels: ChannelStore
+        _ request: borrowing PushRequest, context: ConnectionContext, state: inout ConnectionState
     ) -> BroadcastSideVerdict<BroadcastVerdict> {
         let environment = state.environment(of: request, context: context, fallback: defaultEnvironment)
         let (auth, broadcastContext) = BroadcastContext.deciding(
-            request, environment: environment, authenticator: authenticator, state: &state, channels: channels,
-            settings: settings, validation: validation)
+            request, environment: environment, authenticator: authenticator, state: &state,
+            channels: policy.state.channels, settings: settings, validation: validation)
         let verdict = validator.decideBroadcast(request, context: broadcastContext, memo: &state.memo)
         return BroadcastSideVerdict(
-            verdict: verdict, environment: environment, auth: auth.summary,
+            verdict: verdict, environment: environment, auth: auth.summary, acceptedFirstToken: auth.acceptedFirstToken,
             requestID: .take(request.requestID, random: &state.random))
     }
 }

@@ -22,12 +22,7 @@ struct ConnectionState {
     var devices: DeviceStore.Snapshot
     var channels: ChannelStore.Snapshot
     var memo = ValidationMemo()
-    /// The shape of the connection's last device-push record, shared by the records that repeat
-    /// it; and of its last broadcast-side one (kept apart: the same headers mean other things).
-    var recordShape: RequestShape?
-    var broadcastSideShape: RequestShape?
-    /// The broadcast-side details of its last broadcast-side record, shared the same way.
-    var broadcastDetails: RawRecord.BroadcastDetails?
+    var shapes = RecordShapes()
     /// When the connection's current batch of input was read (see ``readTime()``).
     var readMilliseconds: Int64?
     var lastAuthority: String?

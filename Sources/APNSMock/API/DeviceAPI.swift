@@ -5,6 +5,8 @@ struct DeviceVerdict {
     var decision: Decision
     var environment: APNSEnvironment
     var auth: AuthSummary
+    /// The request carried the connection's first accepted provider token.
+    var acceptedFirstToken: Bool
     var response: APNSResponse
 }
 
@@ -12,24 +14,41 @@ struct DeviceVerdict {
 /// no other API claims, which it answers 404 BadPath, as APNs does).
 ///
 /// Deciding is a function of the request, the connection's state (its credentials, its memos, its
-/// snapshot of the device registry) and the immutable configuration: it reads no shared mutable
-/// state and changes none. What the mock's state does to the verdict (rate limits, fault rules)
-/// and recording it happen afterwards, in the ``Recorder``.
-struct DeviceAPI: Sendable {
+/// snapshots of the device registry and the channels) and the immutable configuration: it reads no
+/// shared mutable state and changes none. What the mock's state does to the verdict (rate limits,
+/// fault rules) happens afterwards, in the ``Policy`` stage, and recording it in the ``Recorder``.
+struct DeviceAPI: RequestAPI {
     let validator: Validator
     let authenticator: Authenticator
     let defaultEnvironment: APNSEnvironment
+    let policy: Policy
+    let recorder: Recorder
+    /// Where the connection's snapshots are refreshed from.
+    let devices: DeviceStore
+    let channels: ChannelStore
 
-    init(configuration: ServerConfiguration, authenticator: Authenticator) {
+    init(configuration: ServerConfiguration, authenticator: Authenticator, policy: Policy, recorder: Recorder) {
         validator = Validator(settings: configuration.validation)
         defaultEnvironment = configuration.environment
         self.authenticator = authenticator
+        self.policy = policy
+        self.recorder = recorder
+        devices = policy.state.devices
+        channels = policy.state.channels
     }
 
-    func decide(
-        _ request: borrowing PushRequest, context: ConnectionContext, state: inout ConnectionState,
-        devices: DeviceStore, channels: ChannelStore
-    ) -> DeviceVerdict {
+    func answer(
+        _ request: borrowing PushRequest, stream: RequestStream, context: ConnectionContext,
+        connection: inout ConnectionState
+    ) -> Effects {
+        var verdict = decide(request, context: context, state: &connection)
+        var effects = policy.device(&verdict, request: request, context: context, connection: &connection)
+        effects.recordSeq = recorder.recordDevice(
+            verdict, effects: effects, request: request, stream: stream, context: context, connection: &connection)
+        return effects
+    }
+
+    func decide(_ request: borrowing PushRequest, context: ConnectionContext, state: inout ConnectionState) -> DeviceVerdict {
         let environment = state.environment(of: request, context: context, fallback: defaultEnvironment)
         let auth = authenticator.authenticate(
             authorization: request.authorization, environment: environment, now: authenticator.now(), state: &state.auth)
@@ -59,6 +78,8 @@ struct DeviceAPI: Sendable {
         case .rejected(let rejection):
             response = .rejected(rejection, apnsID: apnsID)
         }
-        return DeviceVerdict(decision: decision, environment: environment, auth: auth.summary, response: response)
+        return DeviceVerdict(
+            decision: decision, environment: environment, auth: auth.summary, acceptedFirstToken: auth.acceptedFirstToken,
+            response: response)
     }
 }

@@ -10,6 +10,9 @@ struct AuthenticationResult {
     var certificateTopic: String?
     /// How the request was authenticated, as its record shows it.
     var summary: AuthSummary
+    /// The request carried the connection's first accepted provider token: the connection then
+    /// announces its full MAX_CONCURRENT_STREAMS (the ``Policy`` stage makes it an effect).
+    var acceptedFirstToken = false
 }
 
 /// What a connection remembers about its credentials between requests. Never shared between
@@ -31,9 +34,6 @@ struct AuthState {
     /// its verdict, so that a client repeating a refused (or newer) token costs no ES256 either.
     var lastToken: String?
     var lastVerdict: Verdict = .invalid
-    /// Set when the connection's first token is accepted: the connection then announces its full
-    /// MAX_CONCURRENT_STREAMS (``APNSConnection`` clears it).
-    var streamLimitRaisePending = false
     /// The ``TokenRegistry/generation`` the bound token was last checked against.
     var checkedGeneration: UInt64 = 0
 
@@ -141,7 +141,7 @@ struct Authenticator: Sendable {
             return refuse(.expiredProviderToken, summary: summary)
         }
         let issuedAt = iat &+ seen.offsetAtFirstSight
-        let result = check(key: key, issuedAt: issuedAt, summary: summary, environment: environment, now: now)
+        var result = check(key: key, issuedAt: issuedAt, summary: summary, environment: environment, now: now)
         guard result.failure == nil else { return result }
         if let binding = state.binding {
             if binding.key.teamID != key.teamID {
@@ -156,7 +156,7 @@ struct Authenticator: Sendable {
                 return refuse(.tooManyProviderTokenUpdates, summary: summary)
             }
         } else {
-            state.streamLimitRaisePending = true
+            result.acceptedFirstToken = true
         }
         state.binding = AuthState.Binding(
             token: authorization, key: key, issuedAt: issuedAt, acceptedAt: now, summary: summary)

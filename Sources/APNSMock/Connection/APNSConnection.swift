@@ -4,11 +4,12 @@ import NIOCore
 
 /// One client connection as a sans-I/O state machine: ciphertext in, ciphertext out.
 ///
-/// It owns the connection's TLS object and, once the handshake completes, its HTTP/2 session, and
-/// hands each complete request to the API its listener's ``APIRouter`` picks. Nothing here touches a
-/// socket; time is read only through the mock's ``MockClock`` by the APIs. The NIO handler
-/// (``APNSChannelHandler``) moves bytes between it and the network, and turns timers and shutdown
-/// into calls.
+/// It owns the connection's TLS object and, once the handshake completes, its HTTP/2 session; hands
+/// each complete request to the API its listener's ``ListenerRoutes`` pick; and alone carries out
+/// the ``Effects`` an API returns (the answer, RST_STREAM, GOAWAY, SETTINGS, a delay, a held
+/// stream, the end of the connection, withheld PINGs). Nothing here touches a socket; time is read
+/// only through the mock's ``MockClock`` by the APIs. The NIO handler (``APNSChannelHandler``)
+/// moves bytes between it and the network, and turns timers and shutdown into calls.
 final class APNSConnection {
     enum State {
         case handshaking
@@ -29,7 +30,7 @@ final class APNSConnection {
     let id: UInt64
     private let tls: TLSConnection
     private let settings: HTTP2Settings
-    private let router: APIRouter
+    private let routes: ListenerRoutes
     private var logger: Logger
     private(set) var state: State = .handshaking
     /// Runs work on the connection's event loop after a delay, then flushes output; set by the
@@ -65,23 +66,23 @@ final class APNSConnection {
     @exclusivity(unchecked) private var context: ConnectionContext
     @exclusivity(unchecked) private var requestState: ConnectionState
 
-    init(id: UInt64, tlsContext: TLSContext, settings: HTTP2Settings, router: APIRouter, logger: Logger) throws {
+    init(id: UInt64, tlsContext: TLSContext, settings: HTTP2Settings, routes: ListenerRoutes, logger: Logger) throws {
         self.id = id
         self.tls = try TLSConnection(context: tlsContext)
         self.settings = settings
-        self.router = router
+        self.routes = routes
         // Logs, records and fault rules name a connection by one number: its number since start or
         // the last reset (`match.connection` counts the same way).
-        let number = router.state.connectionNumber(of: id)
+        let number = routes.state.connectionNumber(of: id)
         self.logger = logger
         self.logger[metadataKey: "connection"] = "\(number)"
         self.context = ConnectionContext(connectionID: id, connectionNumber: number, sniEnvironment: nil)
-        self.requestState = ConnectionState(state: router.state)
+        self.requestState = ConnectionState(state: routes.state)
     }
 
     deinit {
         // Held streams of a connection that went away no longer count against the cap.
-        if heldStreams > 0 { router.state.releaseHeldStreams(heldStreams) }
+        if heldStreams > 0 { routes.state.releaseHeldStreams(heldStreams) }
     }
 
     /// True once the connection has nothing left to do but flush its output and close.
@@ -279,61 +280,55 @@ final class APNSConnection {
 
 extension APNSConnection: HTTP2SessionDelegate {
     func session(_ session: HTTP2Session, didReceive stream: HTTP2Stream) {
-        let streamID = stream.id
+        let requestStream = RequestStream(id: stream.id, isOpen: stream.phase == .dispatched)
         requestState.requestCount &+= 1
         // The latency histogram locks inside swift-prometheus: observe a sample of requests only.
         let started: ContinuousClock.Instant? =
             requestState.requestCount % RequestStatistics.latencySampleInterval == 1 ? .now : nil
-        let answer = stream.withRequest { request in
-            switch router.endpoint(for: request.path) {
-            case .devicePush:
-                let verdict = router.device.decide(
-                    request, context: context, state: &requestState, devices: router.state.devices,
-                    channels: router.state.channels)
-                return router.recorder.conclude(
-                    verdict, request: request, streamID: streamID, context: context, connection: &requestState)
-            case .broadcast:
-                let verdict = router.broadcast.decide(
-                    request, context: context, state: &requestState, channels: router.state.channels)
-                return router.recorder.concludeBroadcast(
-                    verdict, request: request, streamID: streamID, context: context, connection: &requestState)
-            case .channelManagement(let environment):
-                let verdict = router.channels.decide(
-                    request, environment: environment, state: &requestState, channels: router.state.channels)
-                return router.recorder.concludeChannelRequest(
-                    verdict, request: request, streamID: streamID, context: context, connection: &requestState)
-            }
+        let effects = stream.withRequest { request -> Effects? in
+            routes.api(for: request.path)?.answer(
+                request, stream: requestStream, context: context, connection: &requestState)
         }
-        if requestState.auth.streamLimitRaisePending {
-            // The first valid provider token lifts the one-stream limit (docs/authentication.md).
-            requestState.auth.streamLimitRaisePending = false
-            normalStreamLimit = settings.maxConcurrentStreams
-            setStreamLimit(normalStreamLimit, session: session)
+        guard let effects else {
+            // No route of this listener takes the request (every listener has a catch-all route).
+            session.reset(stream, id: requestStream.id, code: .internalError)
+            return
         }
-        if settings.shrinkStreamsAfterRejection, let status = answer.response?.status {
-            // As reported from production APNs: after a rejection the connection allows one stream
-            // until a request is accepted again (docs/admin-api.md).
-            setStreamLimit(status >= 400 ? 1 : normalStreamLimit, session: session)
-        }
-        if answer.delayMs == 0 || schedule == nil {
-            carryOut(answer, session: session, stream: stream, id: streamID)
-            if let started { router.state.statistics.observeLatency(since: started) }
+        carryOutNow(effects, session: session)
+        if effects.delayMs == 0 || schedule == nil {
+            carryOut(effects, session: session, stream: stream, id: requestStream.id)
+            if let started { routes.state.statistics.observeLatency(since: started) }
         } else {
             // The stream may be recycled for another stream before the timer fires; its id,
             // unique within the connection, tells (``HTTP2Stream/awaitsAnswer(id:)``). Held back
             // on purpose, it is not a stuck stream.
             stream.exemptFromTimeouts = true
-            schedule?(answer.delayMs) { [weak self] in
+            schedule?(effects.delayMs) { [weak self] in
                 guard let self, case .open(let session) = self.state else { return }
-                self.carryOut(answer, session: session, stream: stream, id: streamID)
-                if let started { self.router.state.statistics.observeLatency(since: started) }
+                self.carryOut(effects, session: session, stream: stream, id: requestStream.id)
+                if let started { self.routes.state.statistics.observeLatency(since: started) }
             }
         }
     }
 
-    private func carryOut(_ answer: Answer, session: HTTP2Session, stream: HTTP2Stream, id: Int32) {
+    /// The effects that do not wait for a fault's delay: the stream-limit changes.
+    private func carryOutNow(_ effects: Effects, session: HTTP2Session) {
+        if effects.raisesStreamLimit {
+            // The first valid provider token lifts the one-stream limit (docs/authentication.md).
+            normalStreamLimit = settings.maxConcurrentStreams
+            setStreamLimit(normalStreamLimit, session: session)
+        }
+        switch effects.streamLimit {
+        case .one?: setStreamLimit(1, session: session)
+        case .normal?: setStreamLimit(normalStreamLimit, session: session)
+        case nil: break
+        }
+    }
+
+    /// The answer and the fault action, on the stream if it still waits for them.
+    private func carryOut(_ effects: Effects, session: HTTP2Session, stream: HTTP2Stream, id: Int32) {
         guard stream.awaitsAnswer(id: id) else { return }
-        switch answer.action {
+        switch effects.fault {
         case nil:
             break
         case .reset?:
@@ -342,7 +337,7 @@ extension APNSConnection: HTTP2SessionDelegate {
             // The request that triggered it is refused, so a client knows it may retry it.
             session.reset(stream, id: id, code: .refusedStream)
             logger.debug("sending GOAWAY (fault)")
-            session.submitGoAway(debugData: ErrorBody.bytes(for: answer.goAwayReason))
+            session.submitGoAway(debugData: ErrorBody.bytes(for: effects.goAwayReason))
         case .close?:
             abortRequested = .close
             finish(.drained)
@@ -350,7 +345,7 @@ extension APNSConnection: HTTP2SessionDelegate {
             abortRequested = .reset
             finish(.drained)
         case .hang?:
-            if router.state.holdStream() {
+            if routes.state.holdStream() {
                 stream.isHeld = true
                 heldStreams += 1
                 logger.debug("holding a stream unanswered (fault)", metadata: ["stream": "\(id)"])
@@ -374,23 +369,23 @@ extension APNSConnection: HTTP2SessionDelegate {
                 session.answersPings = true
             }
         }
-        let saysWritten = answer.writtenAtOnce
-        switch answer.response {
+        let saysWritten = effects.writtenAtOnce(streamOpen: true)
+        switch effects.response {
         case .apns(let response)?:
-            session.submit(response, on: stream, id: id, record: answer.recordSeq, recordSaysWritten: saysWritten)
+            session.submit(response, on: stream, id: id, record: effects.recordSeq, recordSaysWritten: saysWritten)
         case .broadcast(let response)?:
-            session.submit(response, on: stream, id: id, record: answer.recordSeq, recordSaysWritten: saysWritten)
+            session.submit(response, on: stream, id: id, record: effects.recordSeq, recordSaysWritten: saysWritten)
         case nil: break
         }
     }
 
     func session(_ session: HTTP2Session, record: UInt64, responseWritten written: Bool) {
-        router.state.records.setResponseWritten(written, seq: record)
+        routes.state.records.setResponseWritten(written, seq: record)
     }
 
     func session(_ session: HTTP2Session, refusedStream id: Int32) {
         let cause: RefusedStreamCause = requestState.auth.isAwaitingToken ? .beforeAuthentication : .overLimit
-        router.state.statistics.countRefused(cause)
+        routes.state.statistics.countRefused(cause)
         if let index = refusedInRead.firstIndex(where: { $0.cause == cause }) {
             refusedInRead[index].count += 1
             refusedInRead[index].firstStreamId = min(refusedInRead[index].firstStreamId, id)
@@ -409,7 +404,7 @@ extension APNSConnection: HTTP2SessionDelegate {
         let notices = refusedInRead
         refusedInRead.removeAll(keepingCapacity: true)
         for notice in notices {
-            router.state.records.publish(notice)
+            routes.state.records.publish(notice)
         }
         let now = NIODeadline.now()
         guard lastRefusalLog.map({ now - $0 >= Self.refusalLogInterval }) ?? true else { return }
@@ -437,6 +432,6 @@ extension APNSConnection: HTTP2SessionDelegate {
 
     func session(_ session: HTTP2Session, didCloseHeld stream: HTTP2Stream) {
         heldStreams -= 1
-        router.state.releaseHeldStreams(1)
+        routes.state.releaseHeldStreams(1)
     }
 }

@@ -87,7 +87,7 @@ final class FaultStore: Sendable {
     }
 
     private let state = Mutex(State())
-    private let hasRules = Atomic<Bool>(false)
+    private let rulesExist = Atomic<Bool>(false)
     let initial: [FaultRule]
     /// When set, rule `n` draws from `FastRandom(seed: seed &+ n)`: runs with a probability rule
     /// hit the same requests every time.
@@ -122,7 +122,7 @@ final class FaultStore: Sendable {
         let random = seed.map { FastRandom(seed: $0 &+ UInt64(number)) } ?? FastRandom()
         let entry = Entry(id: String(number), rule: rule, remaining: rule.times, random: random)
         state.insert(entry, number: number)
-        hasRules.store(true, ordering: .releasing)
+        rulesExist.store(true, ordering: .releasing)
         return entry
     }
 
@@ -140,7 +140,7 @@ final class FaultStore: Sendable {
         return state.withLock { state in
             guard state.entries[number] != nil else { return false }
             state.remove(number: number)
-            hasRules.store(!state.entries.isEmpty, ordering: .releasing)
+            rulesExist.store(!state.entries.isEmpty, ordering: .releasing)
             return true
         }
     }
@@ -149,7 +149,7 @@ final class FaultStore: Sendable {
         state.withLock { state in
             state.entries.removeAll()
             state.index.removeAll()
-            hasRules.store(false, ordering: .releasing)
+            rulesExist.store(false, ordering: .releasing)
         }
     }
 
@@ -158,27 +158,12 @@ final class FaultStore: Sendable {
         state.withLock { state in
             state = State()
         }
-        hasRules.store(false, ordering: .releasing)
+        rulesExist.store(false, ordering: .releasing)
         for rule in initial { add(rule) }
     }
 
-    /// The first rule matching the request that fires (after its probability roll), counted.
-    func apply(to request: borrowing PushRequest, decision: Decision, connection: Int = 1, requestNumber: Int = 1) -> FaultRule? {
-        guard hasRules.load(ordering: .acquiring) else { return nil }
-        let accepted = decision.acceptedPush
-        let token: String?
-        if let accepted {
-            token = accepted.token
-        } else if let path = request.path, case .token(let slice) = HeaderSyntax.devicePath(path) {
-            token = String(slice)
-        } else {
-            token = nil
-        }
-        let topic = accepted?.topic ?? request.topic
-        let pushType = accepted?.pushType ?? request.pushType.flatMap(PushType.init(headerValue:))
-        return apply(FaultRule.Facts(
-            token: token, topic: topic, pushType: pushType, connection: connection, requestNumber: requestNumber))
-    }
+    /// Whether any rule exists: one atomic load, so that a request builds no facts while none does.
+    var hasRules: Bool { rulesExist.load(ordering: .acquiring) }
 
     /// How many rules a request with these facts is compared with (the index's candidates).
     func candidateCount(_ request: FaultRule.Facts) -> Int {
@@ -193,10 +178,10 @@ final class FaultStore: Sendable {
         return (facts, IndexKey.candidates(facts))
     }
 
-    /// The first rule matching a request with these facts that fires (broadcast-side requests
-    /// have no token; their topic is the app's bundle ID).
+    /// The first rule matching a request with these facts that fires (after its probability roll),
+    /// counted. Broadcast-side requests have no token; their topic is the app's bundle ID.
     func apply(_ request: FaultRule.Facts) -> FaultRule? {
-        guard hasRules.load(ordering: .acquiring) else { return nil }
+        guard rulesExist.load(ordering: .acquiring) else { return nil }
         let (facts, keys) = Self.lookUp(request)
         return state.withLock { state -> FaultRule? in
             // The candidate lists are each ascending: walk them merged, oldest rule first.
@@ -218,7 +203,7 @@ final class FaultStore: Sendable {
                 entry.applied += 1
                 if let remaining = entry.remaining, remaining <= 1 {
                     state.remove(number: number)
-                    hasRules.store(!state.entries.isEmpty, ordering: .releasing)
+                    rulesExist.store(!state.entries.isEmpty, ordering: .releasing)
                 } else {
                     entry.remaining = entry.remaining.map { $0 - 1 }
                     state.entries[number] = entry

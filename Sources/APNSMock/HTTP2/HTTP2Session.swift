@@ -4,8 +4,12 @@ import APNSMockCore
 
 /// Receives complete requests from an ``HTTP2Session``.
 protocol HTTP2SessionDelegate: AnyObject {
-    /// Called once per request stream, when END_STREAM arrives (the stream is then
-    /// ``HTTP2Stream/Phase/dispatched``). The delegate answers through
+    /// Called once per complete request (END_STREAM arrived), after nghttp2 has processed the
+    /// whole input that completed it, never from inside nghttp2: requests completed in one
+    /// ``HTTP2Session/receive(_:)`` are handed over in order once `nghttp2_session_mem_recv`
+    /// returns. The stream is then ``HTTP2Stream/Phase/dispatched``, or
+    /// ``HTTP2Stream/Phase/reset`` when the client closed it later in the same input (the request
+    /// is still to be decided and recorded; its answer cannot leave). The delegate answers through
     /// ``HTTP2Session/submit(_:on:id:)`` or ``HTTP2Session/reset(_:id:code:)``, now or later.
     /// The stream's request is readable only during this call: its storage serves the next request.
     func session(_ session: HTTP2Session, didReceive stream: HTTP2Stream)
@@ -142,7 +146,32 @@ final class HTTP2Session {
             return ProtocolError(code: Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue))
         }
         let rc = nghttp2_session_mem_recv(session, base.assumingMemoryBound(to: UInt8.self), bytes.count)
+        // Also after an error: what was complete before it is decided and recorded.
+        handOverCompleted()
         return rc < 0 ? ProtocolError(code: rc) : nil
+    }
+
+    /// Requests completed during the current `mem_recv`, in order, waiting to be handed to the
+    /// delegate once it returns. A stream here stays out of the pool until then, even when the
+    /// client closes it meanwhile, so its request is not overwritten by a stream opened after it.
+    @exclusivity(unchecked) private var completed: [HTTP2Stream] = []
+
+    /// Hands the requests completed during the last `mem_recv` to the delegate; a stream the
+    /// client closed meanwhile goes back to the pool afterwards.
+    private func handOverCompleted() {
+        guard !completed.isEmpty else { return }
+        for stream in completed {
+            let closedMeanwhile = !stream.awaitsDecision
+            stream.awaitsDecision = false
+            delegate.session(self, didReceive: stream)
+            if closedMeanwhile {
+                streams.close(stream)
+            } else {
+                // Deciding is done with the request (a late answer keeps only the answer).
+                streams.recycleStorage(of: stream)
+            }
+        }
+        completed.removeAll(keepingCapacity: true)
     }
 
     /// Frame headers of the input, read ahead of nghttp2 (see ``FrameHeaderScanner``).
@@ -303,6 +332,13 @@ final class HTTP2Session {
         abandonResponse(of: stream)
         if headerBlockStream?.toOpaque() == Unmanaged.passUnretained(stream).toOpaque() {
             headerBlockStream = nil
+        }
+        if stream.awaitsDecision {
+            // Complete, not yet handed over: it can no longer be answered, and goes back to the
+            // pool once the delegate has decided it (``handOverCompleted()``).
+            stream.awaitsDecision = false
+            stream.reset()
+            return
         }
         if stream.isHeld {
             delegate.session(self, didCloseHeld: stream)
@@ -536,9 +572,8 @@ final class HTTP2Session {
                 return
             }
             stream.dispatch()
-            delegate.session(self, didReceive: stream)
-            // Deciding is done with the request (a late answer keeps only the answer).
-            streams.recycleStorage(of: stream)
+            stream.awaitsDecision = true
+            completed.append(stream)
         }
     }
 

@@ -50,6 +50,9 @@ final class HTTP2Stream {
     /// Set when the stream is deliberately never answered (a `hang` fault): it is exempt from the
     /// stuck-stream timeout, and its session reports its close to the delegate.
     @exclusivity(unchecked) var isHeld = false
+    /// Complete and waiting, with the other requests of the same input, to be handed to the
+    /// session's delegate (``HTTP2Session``'s `completed`).
+    @exclusivity(unchecked) var awaitsDecision = false
     /// Body being sent by the data provider, and how much of it has gone out.
     @exclusivity(unchecked) private(set) var responseBody: [UInt8] = []
     @exclusivity(unchecked) var responseOffset = 0
@@ -85,6 +88,7 @@ final class HTTP2Stream {
         declaredLength = nil
         headerListTooLarge = false
         isHeld = false
+        awaitsDecision = false
         responseBody.removeAll(keepingCapacity: true)
         responseOffset = 0
         exemptFromTimeouts = false

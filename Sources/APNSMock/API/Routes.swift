@@ -1,0 +1,121 @@
+import APNSMockCore
+import Logging
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What a listener is for, which decides the APIs its requests can reach.
+enum ListenerRole: Sendable, Equatable, CaseIterable {
+    /// The APNs listener: device pushes and broadcasts.
+    case apns
+    /// A channel-management listener; each serves one environment, as Apple's
+    /// `api-manage-broadcast[.sandbox].push.apple.com` do.
+    case channelManagement(APNSEnvironment)
+
+    static let allCases: [ListenerRole] = [.apns] + APNSEnvironment.allCases.map { .channelManagement($0) }
+}
+
+/// One API of the mock, end to end for one request: it decides the request (a verdict that
+/// depends only on the request, the connection's own state and the configuration), hands the
+/// verdict to the ``Policy`` stage, which turns it and the mock's shared state into the request's
+/// ``Effects``, and has the ``Recorder`` keep the outcome. The connection carries the effects out.
+///
+/// A new endpoint is a type conforming to this and one row of ``Routes/table``.
+protocol RequestAPI: Sendable {
+    func answer(
+        _ request: borrowing PushRequest, stream: RequestStream, context: ConnectionContext,
+        connection: inout ConnectionState
+    ) -> Effects
+}
+
+/// Which requests of a listener a route takes, by `:path`.
+enum PathPattern: Sendable {
+    /// Paths that start with these bytes.
+    case prefix(StaticString)
+    /// Every path no other route of the listener takes, and a request without `:path`.
+    case otherwise
+
+    func matches(_ path: String?) -> Bool {
+        switch self {
+        case .otherwise:
+            return true
+        case .prefix(let prefix):
+            guard let path else { return false }
+            let count = prefix.utf8CodeUnitCount
+            return path.utf8.withContiguousStorageIfAvailable { bytes in
+                bytes.count >= count && memcmp(bytes.baseAddress!, prefix.utf8Start, count) == 0
+            } ?? path.utf8.starts(with: UnsafeBufferPointer(start: prefix.utf8Start, count: count))
+        }
+    }
+}
+
+/// The mock's routing table, listener role × `:path` → API, and the stages its APIs share: one
+/// authenticator (tokens seen on one listener count on all), one ``Policy`` and one ``Recorder``
+/// over the mock's ``MockState``.
+struct Routes: Sendable {
+    struct Route: Sendable {
+        var role: ListenerRole
+        var path: PathPattern
+        var api: any RequestAPI
+    }
+
+    /// Every route, in the order a listener tries its own.
+    let table: [Route]
+    let state: MockState
+    /// The device API's validator, which the admin API's record rendering shares.
+    let validator: Validator
+
+    init(configuration: ServerConfiguration, tokenKeys: TokenKeys, state: MockState, logger: Logger) {
+        let authenticator = Authenticator(
+            keys: tokenKeys, settings: configuration.validation, tokenUpdateInterval: configuration.tokenUpdateInterval,
+            fallbackTopics: configuration.allowedTopics, narrowsTopics: configuration.allowedTopics != .any,
+            clock: state.clock, tokens: state.tokens)
+        let policy = Policy(state: state, shrinksStreamsAfterRejection: configuration.http2.shrinkStreamsAfterRejection)
+        let recorder = Recorder(state: state, logger: logger)
+        let device = DeviceAPI(configuration: configuration, authenticator: authenticator, policy: policy, recorder: recorder)
+        let broadcast = BroadcastAPI(configuration: configuration, authenticator: authenticator, policy: policy, recorder: recorder)
+        self.state = state
+        validator = device.validator
+        table = [
+            // `POST /4/broadcasts/apps/<bundle>`; the broadcast API answers BadPath for the rest of
+            // a wrong path under `/4/broadcasts/`.
+            Route(role: .apns, path: .prefix(BroadcastPath.prefix), api: broadcast),
+            // `POST /3/device/<token>`, and any path no other API claims: the device API answers it
+            // 404 BadPath, as APNs answers unknown paths.
+            Route(role: .apns, path: .otherwise, api: device),
+        ] + APNSEnvironment.allCases.map { environment in
+            // `/1/apps/<bundle>/channels` and `/1/apps/<bundle>/all-channels`; the channel API
+            // answers BadPath for any other path.
+            Route(
+                role: .channelManagement(environment), path: .otherwise,
+                api: ChannelAPI(
+                    environment: environment, configuration: configuration, authenticator: authenticator,
+                    policy: policy, recorder: recorder))
+        }
+    }
+
+    /// The routes of one listener, as its connections dispatch through them.
+    func serving(_ role: ListenerRole) -> ListenerRoutes {
+        ListenerRoutes(role: role, routes: table.filter { $0.role == role }, state: state)
+    }
+}
+
+/// The routes of one listener: each request goes to the API of the first route whose path pattern
+/// takes its `:path`.
+struct ListenerRoutes: Sendable {
+    let role: ListenerRole
+    let routes: [Routes.Route]
+    let state: MockState
+
+    /// The API for a request with this `:path`, or `nil` when no route of the listener takes it
+    /// (every listener of ``Routes/table`` ends with an `otherwise` route, so a request always
+    /// finds one; the connection resets a stream that does not).
+    func api(for path: String?) -> (any RequestAPI)? {
+        for route in routes where route.path.matches(path) {
+            return route.api
+        }
+        return nil
+    }
+}
