@@ -8,22 +8,13 @@ import Testing
 /// admin API over HTTP/1.1 through ``AdminClient``, asserting decoded JSON.
 @Suite("Recording and the admin API", .timeLimit(.minutes(2)))
 struct AdminAPITests {
-    static let token = String(repeating: "ab", count: 32)
-    static let otherToken = String(repeating: "cd", count: 32)
-
-    static func push(_ mock: RunningMock, token: String = token, headers: [String: String] = ["apns-topic": "com.example.app"])
-        async throws -> CurlResponse
-    {
-        try await Curl.send(url: "\(mock.baseURL)/3/device/\(token)", caPath: mock.caPath, headers: headers)
-    }
-
     // MARK: Recording and queries
 
     /// Records number connections as fault rules do: since start or the last reset, from 1, so
     /// a rule's `match.connection` and a record's `connectionId` name the same connection.
     @Test func recordsAndFaultRulesNumberConnectionsAlike() async throws {
         try await MockHarness.withRunningMock { mock in
-            let url = "\(mock.baseURL)/3/device/\(Self.token)"
+            let url = "\(mock.baseURL)/3/device/\(Pushes.token)"
             for _ in 0..<3 { _ = try await Curl.send(url: url, caPath: mock.caPath) }
             let before = try await mock.admin.notifications().notifications.map(\.connectionId)
             #expect(before == [1, 2, 3])
@@ -41,16 +32,16 @@ struct AdminAPITests {
 
     @Test func recordsAcceptedAndRejectedRequests() async throws {
         try await MockHarness.withRunningMock { mock in
-            let accepted = try await Self.push(mock, headers: ["apns-topic": "com.example.app", "apns-collapse-id": "c1"])
+            let accepted = try await Pushes.push(mock, headers: ["apns-topic": "com.example.app", "apns-collapse-id": "c1"])
             #expect(accepted.status == 200)
-            let rejected = try await Self.push(mock, token: "zz")
+            let rejected = try await Pushes.push(mock, token: "zz")
             #expect(rejected.status == 400)
 
             let page = try await mock.admin.notifications()
             #expect(page.notifications.count == 1)
             let record = try #require(page.notifications.first)
             #expect(record.status == 200)
-            #expect(record.token == Self.token)
+            #expect(record.token == Pushes.token)
             #expect(record.topic == "com.example.app")
             #expect(record.pushType == "alert")
             #expect(record.priority == 10)
@@ -94,7 +85,7 @@ struct AdminAPITests {
             let limited = try await mock.admin.notifications(RecordQuery(outcome: .all, limit: 1))
             #expect(limited.notifications.map(\.seq) == [record.seq])
             #expect(limited.next == record.seq)
-            let byToken = try await mock.admin.notifications(RecordQuery(token: Self.otherToken, outcome: .all))
+            let byToken = try await mock.admin.notifications(RecordQuery(token: Pushes.otherToken, outcome: .all))
             #expect(byToken.notifications.isEmpty)
             let byApnsID = try await mock.admin.notifications(RecordQuery(apnsId: record.apnsId.lowercased()))
             #expect(byApnsID.notifications.map(\.seq) == [record.seq])
@@ -111,7 +102,7 @@ struct AdminAPITests {
             let empty = try await mock.admin.notifications(RecordQuery(outcome: .all))
             #expect(empty.notifications.isEmpty)
             // The cursor survives a delete: seq keeps counting.
-            _ = try await Self.push(mock)
+            _ = try await Pushes.push(mock)
             let after = try await mock.admin.notifications()
             #expect(after.notifications.first.map(\.seq) == rejectedRecord.seq + 1)
         }
@@ -125,13 +116,13 @@ struct AdminAPITests {
             let one = Array(#"{"aps":{"alert":"one"}}"#.utf8), two = Array(#"{"aps":{"alert":"two"}}"#.utf8)
             let apnsID = "8A1B2C3D-0000-4000-8000-00000000ABCD"
             let requests: [(stream: UInt32, token: String, extra: [(String, String)], body: [UInt8])] = [
-                (1, Self.token, [], one),
-                (3, Self.token, [], one),
-                (5, Self.token, [], two),
-                (7, Self.token, [("apns-collapse-id", "k1")], two),
-                (9, Self.otherToken, [("apns-collapse-id", "k1")], two),
-                (11, Self.otherToken, [("apns-priority", "5")], two),
-                (13, Self.otherToken, [("apns-priority", "5"), ("apns-id", apnsID)], two),
+                (1, Pushes.token, [], one),
+                (3, Pushes.token, [], one),
+                (5, Pushes.token, [], two),
+                (7, Pushes.token, [("apns-collapse-id", "k1")], two),
+                (9, Pushes.otherToken, [("apns-collapse-id", "k1")], two),
+                (11, Pushes.otherToken, [("apns-priority", "5")], two),
+                (13, Pushes.otherToken, [("apns-priority", "5"), ("apns-id", apnsID)], two),
             ]
             try await client.send(
                 H2.preface + H2.settings()
@@ -165,7 +156,7 @@ struct AdminAPITests {
     @Test func nonJSONPayloadIsKeptAsTextWithLint() async throws {
         try await MockHarness.withRunningMock { mock in
             _ = try await Curl.send(
-                url: "\(mock.baseURL)/3/device/\(Self.token)", caPath: mock.caPath, body: Data("not json".utf8))
+                url: "\(mock.baseURL)/3/device/\(Pushes.token)", caPath: mock.caPath, body: Data("not json".utf8))
             let record = try #require(try await mock.admin.notifications(RecordQuery(outcome: .all)).notifications.first)
             #expect(record.payload == .string("not json"))
             #expect(record.payloadEncoding == .text)
@@ -175,7 +166,7 @@ struct AdminAPITests {
 
     @Test func capacityEvictsTheOldestAndCountsIt() async throws {
         try await MockHarness.withRunningMock(configure: { $0.recordingCapacity = 2 }) { mock in
-            for _ in 0..<3 { _ = try await Self.push(mock) }
+            for _ in 0..<3 { _ = try await Pushes.push(mock) }
             let page = try await mock.admin.notifications()
             #expect(page.notifications.map(\.seq) == [2, 3])
             let stats = try await mock.admin.stats()
@@ -188,7 +179,7 @@ struct AdminAPITests {
     /// down; any cursor past the last record now finds nothing and the server goes on serving.
     @Test func cursorPastTheEndFindsNothingAndKeepsServing() async throws {
         try await MockHarness.withRunningMock { mock in
-            _ = try await Self.push(mock)
+            _ = try await Pushes.push(mock)
             let last = UInt64.max
             let page = try await mock.admin.notifications(RecordQuery(outcome: .all, since: last))
             #expect(page.notifications.isEmpty)
@@ -197,7 +188,7 @@ struct AdminAPITests {
             let (waited, timedOut) = try await mock.admin.wait(RecordQuery(since: last), count: 1, timeout: 0.2)
             #expect(timedOut)
             #expect(waited.notifications.isEmpty)
-            #expect(try await Self.push(mock).status == 200)
+            #expect(try await Pushes.push(mock).status == 200)
             #expect(try await mock.admin.notifications().notifications.count == 2)
         }
     }
@@ -205,7 +196,7 @@ struct AdminAPITests {
     /// A query gives at most a page of records; `next` and `more` lead to the rest.
     @Test func queriesArePagedWithACursor() async throws {
         try await MockHarness.withRunningMock { mock in
-            for _ in 0..<3 { _ = try await Self.push(mock) }
+            for _ in 0..<3 { _ = try await Pushes.push(mock) }
             let first = try await mock.admin.notifications(RecordQuery(limit: 2))
             #expect(first.notifications.map(\.seq) == [1, 2])
             #expect(first.more)
@@ -221,7 +212,7 @@ struct AdminAPITests {
         try await MockHarness.withRunningMock { mock in
             // A generous timeout: the three curl pushes below take 20 s and more when the whole suite
             // runs at once on two cores; the waiters answer as soon as their records are there.
-            async let waited = mock.admin.wait(RecordQuery(token: Self.token), count: 2, timeout: 90)
+            async let waited = mock.admin.wait(RecordQuery(token: Pushes.token), count: 2, timeout: 90)
             // Several waiters at once, each woken by the append.
             async let others = withThrowingTaskGroup(of: Int.self) { group in
                 for _ in 0..<5 {
@@ -229,20 +220,20 @@ struct AdminAPITests {
                 }
                 return try await group.reduce(0, +)
             }
-            _ = try await Self.push(mock, token: Self.otherToken)
-            _ = try await Self.push(mock)
-            _ = try await Self.push(mock)
+            _ = try await Pushes.push(mock, token: Pushes.otherToken)
+            _ = try await Pushes.push(mock)
+            _ = try await Pushes.push(mock)
             let (page, timedOut) = try await waited
             #expect(!timedOut)
             #expect(page.notifications.count == 2)
-            #expect(page.notifications.allSatisfy { $0.token == Self.token })
+            #expect(page.notifications.allSatisfy { $0.token == Pushes.token })
             #expect(try await others == 5)
         }
     }
 
     @Test func waitTimesOutWith408AndWhatMatched() async throws {
         try await MockHarness.withRunningMock { mock in
-            _ = try await Self.push(mock)
+            _ = try await Pushes.push(mock)
             let (page, timedOut) = try await mock.admin.wait(RecordQuery(), count: 2, timeout: 0.3)
             #expect(timedOut)
             #expect(page.notifications.count == 1)
@@ -254,26 +245,26 @@ struct AdminAPITests {
     @Test func unregisteredDeviceGets410UntilReset() async throws {
         try await MockHarness.withRunningMock { mock in
             let added = try await mock.admin.request(
-                "POST", "/v1/devices", body: Data(#"{"token":"\#(Self.token)","topic":"com.example.app"}"#.utf8))
+                "POST", "/v1/devices", body: Data(#"{"token":"\#(Pushes.token)","topic":"com.example.app"}"#.utf8))
             #expect(added.status == 201)
             let unregistered = try await mock.admin.request(
-                "POST", "/v1/devices/\(Self.token)/unregister",
+                "POST", "/v1/devices/\(Pushes.token)/unregister",
                 body: Data(#"{"timestamp":1700000000000,"reason":"ExpiredToken"}"#.utf8))
             #expect(unregistered.status == 200)
-            let response = try await Self.push(mock)
+            let response = try await Pushes.push(mock)
             #expect(response.status == 410)
             #expect(response.error == CurlResponse.ErrorBody(reason: "ExpiredToken", timestamp: 1_700_000_000_000))
 
             let devices = try await mock.admin.devices()
-            #expect(devices.devices.map(\.token) == [Self.token])
+            #expect(devices.devices.map(\.token) == [Pushes.token])
             #expect(devices.devices.first?.reason == "ExpiredToken")
 
             try await mock.admin.reset()
             #expect(try await mock.admin.devices().devices.isEmpty)
             #expect(try await mock.admin.notifications(RecordQuery(outcome: .all)).notifications.isEmpty)
-            #expect(try await Self.push(mock).status == 200)
+            #expect(try await Pushes.push(mock).status == 200)
 
-            let removed = try await mock.admin.request("DELETE", "/v1/devices/\(Self.token)")
+            let removed = try await mock.admin.request("DELETE", "/v1/devices/\(Pushes.token)")
             #expect(removed.status == 404)
         }
     }
@@ -334,8 +325,8 @@ struct AdminAPITests {
     @Test func healthzAndMetrics() async throws {
         try await MockHarness.withRunningMock { mock in
             #expect(try await mock.admin.request("GET", "/healthz").status == 200)
-            _ = try await Self.push(mock)
-            _ = try await Self.push(mock, token: "zz")
+            _ = try await Pushes.push(mock)
+            _ = try await Pushes.push(mock, token: "zz")
             let metrics = try await mock.admin.request("GET", "/metrics")
             #expect(metrics.status == 200)
             let samples = Self.prometheusSamples(String(decoding: metrics.body, as: UTF8.self))

@@ -108,12 +108,12 @@ struct AdminLoadTests {
         try await ServerProcess.withRunning(yaml: yaml) { mock in
             let body = #"{"aps":{"alert":{"title":"load","body":"\#(String(repeating: "x", count: 1500))"}}}"#
             func burst(_ count: Int) async throws {
-                let load = try await H2Load.push(count, to: mock.baseURL, token: EventStreamTests.token, payload: body, clients: 2)
+                let load = try await H2Load.push(count, to: mock.baseURL, token: Pushes.token, payload: body, clients: 2)
                 #expect(load.allSucceeded(count), "\(load.text)")
             }
             // Fill the ring and warm the allocator first, so that what grows later is the stream's.
             try await burst(10000)
-            let stalled = try await EventStreamTests.subscribe(adminPort: mock.adminPort, "outcome=all")
+            let stalled = try await EventSubscribers.subscribe(adminPort: mock.adminPort, "outcome=all")
             try await stalled.stopReading()
             let before = mock.residentKiB * 1024
             let started = ContinuousClock.now
@@ -127,24 +127,24 @@ struct AdminLoadTests {
             try await stalled.resumeReading()
             let accounted: @Sendable ([UInt8]) -> Int = { bytes in
                 let events = SSEEvent.parse(http: bytes).events
-                let skipped = events.filter { $0.event == "skipped" }.compactMap { EventStreamTests.skippedCount($0) }.reduce(0, +)
+                let skipped = events.filter { $0.event == "skipped" }.compactMap { EventSubscribers.skippedCount($0) }.reduce(0, +)
                 return events.filter { $0.event == "message" }.count + skipped
             }
             _ = await stalled.waitUntil(timeout: .seconds(60)) { accounted($0) >= 30000 }
             // Once it has caught up, the stream goes on with the next record.
-            let last = try await Curl.send(url: "\(mock.baseURL)/3/device/\(EventStreamTests.otherToken)", caPath: mock.caPath)
+            let last = try await Curl.send(url: "\(mock.baseURL)/3/device/\(Pushes.otherToken)", caPath: mock.caPath)
             #expect(last.status == 200)
             let received = await stalled.waitUntil(timeout: .seconds(60)) { accounted($0) >= 30001 }
             await stalled.close()
             let events = SSEEvent.parse(http: received).events
             let delivered = events.filter { $0.event == "message" }
             let skips = events.filter { $0.event == "skipped" }
-            let skipped = skips.compactMap { EventStreamTests.skippedCount($0) }.reduce(0, +)
+            let skipped = skips.compactMap { EventSubscribers.skippedCount($0) }.reduce(0, +)
             #expect(skipped > 0)
             #expect(delivered.count + skipped == 30001, "delivered \(delivered.count), skipped \(skipped)")
             Self.logger.info(
                 "stalled subscriber, 30000-push burst: RSS \(before >> 20) MB before, \(after >> 20) MB after, burst \(burstTook); then \(delivered.count) records delivered, \(skipped) skipped in \(skips.count) reports")
-            #expect(delivered.last?.record?.token == EventStreamTests.otherToken)
+            #expect(delivered.last?.record?.token == Pushes.otherToken)
             // Delivered records come in seq order.
             let seqs = delivered.compactMap { $0.id.flatMap(UInt64.init) }
             #expect(seqs == seqs.sorted())
@@ -161,13 +161,13 @@ extension AdminLoadTests {
             $0.http2.streamsBeforeAuthentication = 1000
             $0.recordingCapacity = 8
         }) { mock in
-            let stream = try await EventStreamTests.subscribe(mock, "outcome=all")
+            let stream = try await EventSubscribers.subscribe(mock, "outcome=all")
             let load = try await H2Load.push(
-                20000, to: mock.baseURL, token: EventStreamTests.token, payload: #"{"aps":{"alert":"evicted before dispatch"}}"#, clients: 4)
+                20000, to: mock.baseURL, token: Pushes.token, payload: #"{"aps":{"alert":"evicted before dispatch"}}"#, clients: 4)
             #expect(load.allSucceeded(20000), "\(load.text)")
             let accounted: @Sendable ([UInt8]) -> Int = { bytes in
                 let events = SSEEvent.parse(http: bytes).events
-                let skipped = events.filter { $0.event == "skipped" }.compactMap { EventStreamTests.skippedCount($0) }.reduce(0, +)
+                let skipped = events.filter { $0.event == "skipped" }.compactMap { EventSubscribers.skippedCount($0) }.reduce(0, +)
                 return events.filter { $0.event == "message" }.count + skipped
             }
             let received = await stream.waitUntil(timeout: .seconds(60)) { accounted($0) >= 20000 }

@@ -268,10 +268,10 @@ struct AuthenticationTests {
             let client = try await RawClient.connect(port: mock.apnsPort, security: .tls(caPath: mock.caPath, alpn: ["h2"]))
             try await client.send(H2.preface + H2.settings())
             let first = await client.waitUntil { !H2.parse($0).isEmpty }
-            #expect(Self.maxConcurrentStreams(in: H2.parse(first)) == [1])
+            #expect(H2Connections.maxConcurrentStreams(in: H2.parse(first)) == [1])
             try await client.send(H2.request(stream: 1, token: Self.deviceToken, body: Array(#"{"aps":{}}"#.utf8)))
-            let after = await client.waitUntil { Self.maxConcurrentStreams(in: H2.parse($0)).count == 2 }
-            #expect(Self.maxConcurrentStreams(in: H2.parse(after)) == [1, 250])
+            let after = await client.waitUntil { H2Connections.maxConcurrentStreams(in: H2.parse($0)).count == 2 }
+            #expect(H2Connections.maxConcurrentStreams(in: H2.parse(after)) == [1, 250])
             await client.close()
         }
     }
@@ -282,17 +282,8 @@ struct AuthenticationTests {
             try await client.send(H2.preface + H2.settings()
                 + H2.request(stream: 1, token: Self.deviceToken, authorization: "bearer x.y.z", body: Array(#"{"aps":{}}"#.utf8)))
             let received = await client.waitUntil { H2.parse($0).contains { $0.type == H2.FrameType.data.rawValue } }
-            #expect(Self.maxConcurrentStreams(in: H2.parse(received)) == [1])
+            #expect(H2Connections.maxConcurrentStreams(in: H2.parse(received)) == [1])
             await client.close()
-        }
-    }
-
-    /// MAX_CONCURRENT_STREAMS values of the server's (non-ACK) SETTINGS frames, in order.
-    static func maxConcurrentStreams(in frames: [H2.Frame]) -> [UInt32] {
-        frames.filter { $0.type == H2.FrameType.settings.rawValue && $0.flags == 0 }.flatMap { frame in
-            stride(from: 0, to: frame.payload.count, by: 6).compactMap { offset in
-                frame.payload[offset] == 0 && frame.payload[offset + 1] == 3 ? H2.readBE32(frame.payload, offset + 2) : nil
-            }
         }
     }
 }

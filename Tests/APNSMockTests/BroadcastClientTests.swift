@@ -69,8 +69,8 @@ struct BroadcastClientTests {
             // node-apn hands over the read body's members; pushy keeps only the policy.
             #expect(read.pushType == (node ? "LiveActivity" : nil))
             #expect(list.channels == [channel])
-            #expect(BroadcastTests.isLowercaseUUID(sent.uniqueId))
-            #expect(steps.allSatisfy { BroadcastTests.isLowercaseUUID($0.requestId) })
+            #expect(Broadcasts.isLowercaseUUID(sent.uniqueId))
+            #expect(steps.allSatisfy { Broadcasts.isLowercaseUUID($0.requestId) })
             // node-apn shares one token between its sessions; pushy signs one per connection.
             #expect(report.tokensSigned == (node ? 1 : 2))
             #expect(report.dialed == ["127.0.0.1:\(mock.channelManagementPort(.sandbox))", "127.0.0.1:\(mock.apnsPort)"])
@@ -128,7 +128,7 @@ struct BroadcastClientTests {
             #expect(sent.ok == !requireExpiration)
             #expect(sent.status == (requireExpiration ? 400 : nil))
             #expect(sent.reason == (requireExpiration ? "BadExpirationDate" : nil))
-            #expect(BroadcastTests.isLowercaseUUID(sent.requestId))
+            #expect(Broadcasts.isLowercaseUUID(sent.requestId))
 
             let record = try #require(try await Self.records(mock, .broadcast, count: 1).first)
             #expect(record.headers["apns-expiration"] == nil)
@@ -347,7 +347,7 @@ struct BroadcastClientTests {
                 try await Curl.send(
                     url: broadcastURL, caPath: mock.caPath,
                     headers: ["apns-channel-id": channel, "apns-push-type": "liveactivity", "apns-expiration": "0", "apns-priority": "5"],
-                    body: BroadcastTests.update, extra: apns)
+                    body: Broadcasts.update, extra: apns)
             }
 
             let created = try await manageRequest("POST", body: Data(#"{"message-storage-policy":0,"push-type":"LiveActivity"}"#.utf8))
@@ -360,7 +360,7 @@ struct BroadcastClientTests {
             #expect(try JSONDecoder().decode([String: [String]].self, from: list.body) == ["channels": [channel]])
             let sent = try await broadcast(channel)
             #expect(sent.status == 200)
-            #expect(BroadcastTests.isLowercaseUUID(sent.headers["apns-unique-id"]))
+            #expect(Broadcasts.isLowercaseUUID(sent.headers["apns-unique-id"]))
             let deleted = try await manageRequest("DELETE", channel: channel)
             #expect(deleted.status == 204)
             let gone = try await manageRequest("GET", channel: channel)
@@ -369,7 +369,7 @@ struct BroadcastClientTests {
             #expect(late.reason == "ChannelNotRegistered")
 
             let responses = [created, read, list, sent, deleted, gone, late]
-            #expect(responses.allSatisfy { $0.httpVersion == "HTTP/2" && BroadcastTests.isLowercaseUUID($0.headers["apns-request-id"]) })
+            #expect(responses.allSatisfy { $0.httpVersion == "HTTP/2" && Broadcasts.isLowercaseUUID($0.headers["apns-request-id"]) })
             let management = try await Self.records(mock, .channel, count: 5)
             #expect(management.map(\.operation) == ["create", "read", "list", "delete", "read"])
             #expect(management.map(\.requestId) == [created, read, list, deleted, gone].map { $0.headers["apns-request-id"] })
@@ -398,10 +398,10 @@ struct BroadcastClientTests {
                     url: "https://127.0.0.1:\(mock.apnsPort)/4/broadcasts/apps/\(Self.app)", method: "POST",
                     headers: ["authorization": bearer, "apns-channel-id": channel, "apns-push-type": "liveactivity",
                               "apns-expiration": String(Self.inAnHour), "apns-priority": "10"],
-                    body: BroadcastTests.update)
+                    body: Broadcasts.update)
             }
 
-            let created = try await manage("POST", body: BroadcastTests.createBody)
+            let created = try await manage("POST", body: Broadcasts.createBody)
             #expect(created.status == 201)
             #expect(created.body.isEmpty)
             let channel = try #require(created.headers["apns-channel-id"])
@@ -415,7 +415,7 @@ struct BroadcastClientTests {
             #expect(try JSONDecoder().decode([String: [String]].self, from: list.body) == ["channels": [channel]])
             let sent = try await broadcast(channel)
             #expect(sent.status == 200)
-            #expect(BroadcastTests.isLowercaseUUID(sent.headers["apns-unique-id"]))
+            #expect(Broadcasts.isLowercaseUUID(sent.headers["apns-unique-id"]))
             let deleted = try await manage("DELETE", channel: channel)
             #expect(deleted.status == 204)
             let gone = try await manage("GET", channel: channel)
@@ -426,7 +426,7 @@ struct BroadcastClientTests {
             #expect(late.reason == "ChannelNotRegistered")
 
             let exchanges = [created, read, list, sent, deleted, gone, late]
-            #expect(exchanges.allSatisfy { BroadcastTests.isLowercaseUUID($0.headers["apns-request-id"]) })
+            #expect(exchanges.allSatisfy { Broadcasts.isLowercaseUUID($0.headers["apns-request-id"]) })
             #expect(exchanges.map(\.requestEndsWithHeaders) == [false, true, true, false, true, true, false])
             let management = try await Self.records(mock, .channel, count: 5)
             #expect(management.map(\.operation) == ["create", "read", "list", "delete", "read"])

@@ -10,8 +10,6 @@ import Testing
 @Suite("Broadcast push", .timeLimit(.minutes(3)))
 struct BroadcastTests {
     static let app = "com.example.app"
-    static let createBody = Data(#"{"message-storage-policy":1,"push-type":"LiveActivity"}"#.utf8)
-    static let update = Data(#"{"aps":{"event":"update","timestamp":1700000000,"content-state":{"score":"1-0"}}}"#.utf8)
 
     static func manage(
         _ mock: RunningMock, _ method: String, path: String = "/1/apps/\(app)/channels",
@@ -33,7 +31,7 @@ struct BroadcastTests {
 
     static func broadcast(
         _ mock: RunningMock, channel: String?, headers: [String: String] = [:], path: String = "/4/broadcasts/apps/\(app)",
-        body: Data? = update, authorization: String? = Curl.demoAuthorization, host: String = "localhost"
+        body: Data? = Broadcasts.update, authorization: String? = Curl.demoAuthorization, host: String = "localhost"
     ) async throws -> CurlResponse {
         var all = ["apns-push-type": "liveactivity", "apns-expiration": "0", "apns-priority": "10"]
         if let channel { all["apns-channel-id"] = channel }
@@ -44,19 +42,14 @@ struct BroadcastTests {
             authorization: authorization, body: body, extra: extra)
     }
 
-    static func isLowercaseUUID(_ text: String?) -> Bool {
-        guard let text else { return false }
-        return HeaderSyntax.isCanonicalUUID(text) && text == text.lowercased()
-    }
-
     // MARK: Lifecycle
 
     @Test func channelLifecycleAndABroadcastOnIt() async throws {
         try await MockHarness.withRunningMock { mock in
-            let created = try await Self.manage(mock, "POST", body: Self.createBody)
+            let created = try await Self.manage(mock, "POST", body: Broadcasts.createBody)
             #expect(created.status == 201)
             #expect(created.body.isEmpty)
-            #expect(Self.isLowercaseUUID(created.headers["apns-request-id"]))
+            #expect(Broadcasts.isLowercaseUUID(created.headers["apns-request-id"]))
             let channel = try #require(created.headers["apns-channel-id"])
             #expect(ChannelID.isWellFormed(channel))
 
@@ -72,8 +65,8 @@ struct BroadcastTests {
 
             let sent = try await Self.broadcast(mock, channel: channel, headers: ["apns-expiration": "1900000000"])
             #expect(sent.status == 200)
-            #expect(Self.isLowercaseUUID(sent.headers["apns-request-id"]))
-            #expect(Self.isLowercaseUUID(sent.headers["apns-unique-id"]))
+            #expect(Broadcasts.isLowercaseUUID(sent.headers["apns-request-id"]))
+            #expect(Broadcasts.isLowercaseUUID(sent.headers["apns-unique-id"]))
             #expect(sent.body.isEmpty)
 
             let deleted = try await Self.manage(mock, "DELETE", headers: ["apns-channel-id": channel])
@@ -81,7 +74,7 @@ struct BroadcastTests {
             let gone = try await Self.manage(mock, "GET", headers: ["apns-channel-id": channel])
             #expect(gone.status == 400)
             #expect(gone.reason == "ChannelNotRegistered")
-            #expect(Self.isLowercaseUUID(gone.headers["apns-request-id"]))
+            #expect(Broadcasts.isLowercaseUUID(gone.headers["apns-request-id"]))
             let late = try await Self.broadcast(mock, channel: channel)
             #expect(late.reason == "ChannelNotRegistered")
 
@@ -111,12 +104,12 @@ struct BroadcastTests {
     @Test func requestIDIsEchoedAndAMalformedOneRefused() async throws {
         try await MockHarness.withRunningMock { mock in
             let id = "6f1e0b47-8d3c-4c1a-9a4f-2b7d0e6c5a31"
-            let echoed = try await Self.manage(mock, "POST", headers: ["apns-request-id": id], body: Self.createBody)
+            let echoed = try await Self.manage(mock, "POST", headers: ["apns-request-id": id], body: Broadcasts.createBody)
             #expect(echoed.headers["apns-request-id"] == id)
-            let bad = try await Self.manage(mock, "POST", headers: ["apns-request-id": "not-a-uuid"], body: Self.createBody)
+            let bad = try await Self.manage(mock, "POST", headers: ["apns-request-id": "not-a-uuid"], body: Broadcasts.createBody)
             #expect(bad.status == 400)
             #expect(bad.reason == "BadMessageId")
-            #expect(Self.isLowercaseUUID(bad.headers["apns-request-id"]))
+            #expect(Broadcasts.isLowercaseUUID(bad.headers["apns-request-id"]))
         }
     }
 
@@ -210,7 +203,7 @@ struct BroadcastTests {
                 authorization: testCase.authorization ?? nil)
             #expect(response.status == testCase.status)
             #expect(response.reason == testCase.reason)
-            #expect(Self.isLowercaseUUID(response.headers["apns-request-id"]))
+            #expect(Broadcasts.isLowercaseUUID(response.headers["apns-request-id"]))
             if testCase.reason != nil {
                 #expect(response.headers["content-type"] == "application/json")
             }
@@ -287,7 +280,7 @@ struct BroadcastTests {
                 body: testCase.body.map { Data($0.utf8) }, authorization: testCase.authorization ?? nil)
             #expect(response.status == testCase.status)
             #expect(response.reason == testCase.reason)
-            #expect(Self.isLowercaseUUID(response.headers["apns-request-id"]))
+            #expect(Broadcasts.isLowercaseUUID(response.headers["apns-request-id"]))
             #expect((response.headers["apns-unique-id"] != nil) == (testCase.status == 200))
         }
     }
@@ -298,7 +291,7 @@ struct BroadcastTests {
         try await MockHarness.withRunningMock(configure: { $0.broadcast.channelLimit = 2 }) { mock in
             _ = try await Self.create(mock)
             _ = try await Self.create(mock)
-            let third = try await Self.manage(mock, "POST", body: Self.createBody)
+            let third = try await Self.manage(mock, "POST", body: Broadcasts.createBody)
             #expect(third.status == 400)
             #expect(third.reason == "CannotCreateChannelConfig")
             _ = try await Self.create(mock, environment: .production)
@@ -353,16 +346,16 @@ struct BroadcastTests {
         try await MockHarness.withRunningMock { mock in
             let paths = mock.certificates.clientCertificatePaths(for: Self.app)
             let certificate = ["--cert", paths.certificate, "--key", paths.key]
-            let created = try await Self.manage(mock, "POST", body: Self.createBody, authorization: nil, extra: certificate)
+            let created = try await Self.manage(mock, "POST", body: Broadcasts.createBody, authorization: nil, extra: certificate)
             #expect(created.status == 201)
             let channel = try #require(created.headers["apns-channel-id"])
             let other = try await Self.manage(
-                mock, "POST", path: "/1/apps/com.other.app/channels", body: Self.createBody, authorization: nil, extra: certificate)
+                mock, "POST", path: "/1/apps/com.other.app/channels", body: Broadcasts.createBody, authorization: nil, extra: certificate)
             #expect(other.reason == "TopicMismatch")
             let sent = try await Curl.send(
                 url: "\(mock.baseURL)/4/broadcasts/apps/\(Self.app)", caPath: mock.caPath,
                 headers: ["apns-channel-id": channel, "apns-push-type": "liveactivity", "apns-expiration": "0"],
-                authorization: nil, body: Self.update, extra: certificate)
+                authorization: nil, body: Broadcasts.update, extra: certificate)
             #expect(sent.status == 200)
             let record = try #require(try await mock.admin.notifications(RecordQuery(kind: .broadcast)).notifications.first)
             #expect(record.auth.method == .certificate)
@@ -381,7 +374,7 @@ struct BroadcastTests {
             // A fault on channel management answers instead of creating the channel.
             try await mock.admin.addFault(json: #"{"match":{"kind":"channel"},"respond":{"reason":"ServiceUnavailable"},"times":1}"#)
                 .expect([201])
-            let refused = try await Self.manage(mock, "POST", body: Self.createBody)
+            let refused = try await Self.manage(mock, "POST", body: Broadcasts.createBody)
             #expect(refused.status == 503)
             let list = try await Self.manage(mock, "GET", path: "/1/apps/\(Self.app)/all-channels")
             #expect(try JSONDecoder().decode([String: [String]].self, from: list.body)["channels"]?.count == 2)

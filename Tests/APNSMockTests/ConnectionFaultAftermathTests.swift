@@ -15,7 +15,7 @@ struct ConnectionFaultAftermathTests {
         try await ServerProcess.withRunning(yaml: yaml) { server in
             let before = server.residentKiB
             let admin = server.admin
-            try await admin.addFault(json: #"{"match":{"token":"\#(ConnectionFaultTests.token)"},"action":"hang"}"#).expect([201])
+            try await admin.addFault(json: #"{"match":{"token":"\#(Pushes.token)"},"action":"hang"}"#).expect([201])
             try await admin.addFault(json: #"{"match":{"connection":2},"action":"tcp-reset"}"#).expect([201])
             try await admin.addFault(
                 json: #"{"match":{"connection":3},"action":"shrink-streams","maxConcurrentStreams":1,"durationMs":300}"#).expect([201])
@@ -26,21 +26,21 @@ struct ConnectionFaultAftermathTests {
             try await holder.send(H2.preface + H2.settings())
             for batch in 0..<2 {
                 let streams = (0..<100).map { UInt32(1 + 2 * (batch * 100 + $0)) }
-                try await holder.send(streams.flatMap { H2.request(stream: $0, token: ConnectionFaultTests.token, body: Hostile.body) })
+                try await holder.send(streams.flatMap { H2.request(stream: $0, token: Pushes.token, body: Hostile.body) })
             }
             // Connections 2 to 4: a reset, a shrunk limit, withheld PING acknowledgements.
             var others: [RawClient] = []
             for _ in 2...4 {
                 let client = try await Hostile.tlsClient(server)
-                try await client.send(H2.preface + H2.settings() + H2.request(stream: 1, token: ConnectionFaultTests.otherToken, body: Hostile.body))
+                try await client.send(H2.preface + H2.settings() + H2.request(stream: 1, token: Pushes.otherToken, body: Hostile.body))
                 try? await client.send(H2.frame(.ping, payload: Array(repeating: 7, count: 8)))
                 others.append(client)
             }
             // Records arrive for every request; the held ones say `hang`.
-            let held = try await admin.wait(RecordQuery(token: ConnectionFaultTests.token, outcome: .all, limit: 1000), count: 200, timeout: 30)
+            let held = try await admin.wait(RecordQuery(token: Pushes.token, outcome: .all, limit: 1000), count: 200, timeout: 30)
             #expect(!held.timedOut)
             #expect(held.page.notifications.allSatisfy { $0.action == "hang" })
-            let actions = try await admin.wait(RecordQuery(token: ConnectionFaultTests.otherToken, outcome: .all), count: 3, timeout: 30)
+            let actions = try await admin.wait(RecordQuery(token: Pushes.otherToken, outcome: .all), count: 3, timeout: 30)
             #expect(Set(actions.page.notifications.compactMap(\.action)) == ["tcp-reset", "shrink-streams", "ignore-pings"])
             try await Task.sleep(for: .milliseconds(500))  // past both durationMs
             await holder.close()

@@ -10,41 +10,19 @@ import Testing
 /// server still serves a new connection.
 @Suite("Connection-level faults", .timeLimit(.minutes(2)))
 struct ConnectionFaultTests {
-    static let token = String(repeating: "ab", count: 32)
-    static let otherToken = String(repeating: "cd", count: 32)
-    static let body = Array(#"{"aps":{"alert":"hello"}}"#.utf8)
-
-    /// Harness mocks that allow the raw client's concurrent streams before its token is seen.
-    static func configure(_ configuration: inout ServerConfiguration) {
-        configuration.http2.streamsBeforeAuthentication = 100
-    }
-
-    static func connect(_ mock: RunningMock) async throws -> RawClient {
-        let client = try await RawClient.connect(port: mock.apnsPort, security: .tls(caPath: mock.caPath, alpn: ["h2"]))
-        try await client.send(H2.preface + H2.settings())
-        return client
-    }
-
-    static func frames(_ client: RawClient) -> [H2.Frame] { H2.parse(client.received) }
-
-    /// MAX_CONCURRENT_STREAMS of the server's (non-ACK) SETTINGS frames, in order.
-    static func streamLimits(_ frames: [H2.Frame]) -> [UInt32] {
-        AuthenticationTests.maxConcurrentStreams(in: frames)
-    }
-
     @Test func hangLeavesOneStreamUnansweredWhileOthersAreServed() async throws {
-        try await MockHarness.withRunningMock(configure: Self.configure) { mock in
-            try await mock.admin.addFault(json: #"{"match":{"token":"\#(Self.token)"},"action":"hang"}"#).expect([201])
-            let client = try await Self.connect(mock)
+        try await MockHarness.withRunningMock(configure: H2Connections.configure) { mock in
+            try await mock.admin.addFault(json: #"{"match":{"token":"\#(Pushes.token)"},"action":"hang"}"#).expect([201])
+            let client = try await H2Connections.connect(mock)
             try await client.send(
-                H2.request(stream: 1, token: Self.token, body: Self.body) + H2.request(stream: 3, token: Self.otherToken, body: Self.body))
+                H2.request(stream: 1, token: Pushes.token, body: Pushes.body) + H2.request(stream: 3, token: Pushes.otherToken, body: Pushes.body))
             let answered = await client.waitUntil { Hostile.hasResponse(H2.parse($0), stream: 3) }
             #expect(Hostile.hasResponse(H2.parse(answered), stream: 3))
             // Stream 1 stays unanswered: nothing arrives for it while the client waits.
             let later = await client.waitUntil(timeout: .milliseconds(700)) { bytes in H2.parse(bytes).contains { $0.stream == 1 } }
             #expect(!H2.parse(later).contains { $0.stream == 1 })
             // A client with a timeout gives up on it (RST_STREAM CANCEL); the connection goes on.
-            try await client.send(H2.frame(.rstStream, stream: 1, payload: H2.be32(8)) + H2.request(stream: 5, token: Self.otherToken, body: Self.body))
+            try await client.send(H2.frame(.rstStream, stream: 1, payload: H2.be32(8)) + H2.request(stream: 5, token: Pushes.otherToken, body: Pushes.body))
             let after = await client.waitUntil { Hostile.hasResponse(H2.parse($0), stream: 5) }
             #expect(Hostile.hasResponse(H2.parse(after), stream: 5))
             await client.close()
@@ -52,22 +30,22 @@ struct ConnectionFaultTests {
             // curl with a timeout sees no response at all.
             let curl = try await ExternalTool.run("curl", [
                 "-sS", "--http2", "--cacert", mock.caPath, "--max-time", "1", "-H", "apns-topic: com.example.app",
-                "-H", "authorization: \(Curl.demoAuthorization ?? "")", "-d", "{}", "\(mock.baseURL)/3/device/\(Self.token)",
+                "-H", "authorization: \(Curl.demoAuthorization ?? "")", "-d", "{}", "\(mock.baseURL)/3/device/\(Pushes.token)",
             ])
             #expect(curl.exitCode == 28)  // operation timed out
 
-            let records = try await mock.admin.notifications(RecordQuery(token: Self.token, outcome: .all)).notifications
+            let records = try await mock.admin.notifications(RecordQuery(token: Pushes.token, outcome: .all)).notifications
             #expect(records.map(\.action) == ["hang", "hang"])
             #expect(records.allSatisfy { $0.status == nil && $0.injected })
-            try await Hostile.expectStillServing(mock, token: Self.otherToken)
+            try await Hostile.expectStillServing(mock, token: Pushes.otherToken)
         }
     }
 
     @Test func tcpResetEndsTheConnectionWithoutGoAway() async throws {
-        try await MockHarness.withRunningMock(configure: Self.configure) { mock in
+        try await MockHarness.withRunningMock(configure: H2Connections.configure) { mock in
             try await mock.admin.addFault(json: #"{"action":"tcp-reset","times":2}"#).expect([201])
-            let client = try await Self.connect(mock)
-            try await client.send(H2.request(stream: 1, token: Self.token, body: Self.body))
+            let client = try await H2Connections.connect(mock)
+            try await client.send(H2.request(stream: 1, token: Pushes.token, body: Pushes.body))
             let outcome = await client.waitForClose()
             #expect(outcome.closed)
             #expect(outcome.error?.contains("reset") == true, "\(outcome.error ?? "no error")")
@@ -75,7 +53,7 @@ struct ConnectionFaultTests {
 
             let curl = try await ExternalTool.run("curl", [
                 "-sS", "--http2", "--cacert", mock.caPath, "--max-time", "5", "-H", "apns-topic: com.example.app",
-                "-H", "authorization: \(Curl.demoAuthorization ?? "")", "-d", "{}", "\(mock.baseURL)/3/device/\(Self.token)",
+                "-H", "authorization: \(Curl.demoAuthorization ?? "")", "-d", "{}", "\(mock.baseURL)/3/device/\(Pushes.token)",
             ])
             #expect(curl.exitCode != 0)
             #expect(curl.stderr.lowercased().contains("reset"), "\(curl.stderr)")
@@ -86,27 +64,27 @@ struct ConnectionFaultTests {
     }
 
     @Test func shrinkStreamsLowersTheLimitAndRestoresIt() async throws {
-        try await MockHarness.withRunningMock(configure: Self.configure) { mock in
+        try await MockHarness.withRunningMock(configure: H2Connections.configure) { mock in
             try await mock.admin.addFault(
                 json: #"{"action":"shrink-streams","maxConcurrentStreams":1,"durationMs":4000,"times":1}"#).expect([201])
-            let client = try await Self.connect(mock)
-            try await client.send(H2.request(stream: 1, token: Self.token, body: Self.body))
-            let shrunk = await client.waitUntil { Self.streamLimits(H2.parse($0)).last == 1 }
-            #expect(Self.streamLimits(H2.parse(shrunk)).last == 1)
+            let client = try await H2Connections.connect(mock)
+            try await client.send(H2.request(stream: 1, token: Pushes.token, body: Pushes.body))
+            let shrunk = await client.waitUntil { H2Connections.maxConcurrentStreams(in: H2.parse($0)).last == 1 }
+            #expect(H2Connections.maxConcurrentStreams(in: H2.parse(shrunk)).last == 1)
             #expect(Hostile.hasResponse(H2.parse(shrunk), stream: 1))  // the request is answered
             // The client acknowledges; a second concurrent stream is then refused.
             let open = H2.headers(
                 stream: 3,
-                [(":method", "POST"), (":scheme", "https"), (":path", "/3/device/\(Self.token)"), (":authority", "localhost"),
+                [(":method", "POST"), (":scheme", "https"), (":path", "/3/device/\(Pushes.token)"), (":authority", "localhost"),
                  ("apns-topic", "com.example.app"), ("authorization", Curl.demoAuthorization ?? "")],
                 endStream: false)
-            try await client.send(H2.frame(.settings, flags: H2.ack) + open + H2.request(stream: 5, token: Self.token, body: Self.body))
+            try await client.send(H2.frame(.settings, flags: H2.ack) + open + H2.request(stream: 5, token: Pushes.token, body: Pushes.body))
             let refused = await client.waitUntil { bytes in H2.parse(bytes).contains { $0.stream == 5 && $0.rstErrorCode != nil } }
             #expect(H2.parse(refused).first { $0.stream == 5 && $0.rstErrorCode != nil }?.rstErrorCode == HTTP2ErrorCode.refusedStream.rawValue)
             // After durationMs the limit is back. durationMs is long enough that a stalled test
             // process still reads the lowered limit before it is restored.
-            let restored = await client.waitUntil(timeout: .seconds(10)) { Self.streamLimits(H2.parse($0)).last == 1000 }
-            #expect(Self.streamLimits(H2.parse(restored)).suffix(2) == [1, 1000])
+            let restored = await client.waitUntil(timeout: .seconds(10)) { H2Connections.maxConcurrentStreams(in: H2.parse($0)).last == 1000 }
+            #expect(H2Connections.maxConcurrentStreams(in: H2.parse(restored)).suffix(2) == [1, 1000])
             await client.close()
             let record = try #require(try await mock.admin.notifications().notifications.first)
             #expect(record.action == "shrink-streams" && record.status == 200 && record.injected)
@@ -115,12 +93,12 @@ struct ConnectionFaultTests {
     }
 
     @Test func ignorePingsWithholdsAcknowledgementsForAWhile() async throws {
-        try await MockHarness.withRunningMock(configure: Self.configure) { mock in
+        try await MockHarness.withRunningMock(configure: H2Connections.configure) { mock in
             try await mock.admin.addFault(json: #"{"action":"ignore-pings","durationMs":3000,"times":1}"#).expect([201])
-            let client = try await Self.connect(mock)
+            let client = try await H2Connections.connect(mock)
             // The window opens when the request is answered, after this.
             let start = ContinuousClock.now
-            try await client.send(H2.request(stream: 1, token: Self.token, body: Self.body))
+            try await client.send(H2.request(stream: 1, token: Pushes.token, body: Pushes.body))
             _ = await client.waitUntil { Hostile.hasResponse(H2.parse($0), stream: 1) }
             let first: [UInt8] = [1, 1, 1, 1, 1, 1, 1, 1], second: [UInt8] = [2, 2, 2, 2, 2, 2, 2, 2]
             @Sendable func acks(_ bytes: [UInt8], _ data: [UInt8]) -> Bool {
@@ -149,16 +127,16 @@ struct ConnectionFaultTests {
     /// After a rejection the connection allows one stream, until a request is accepted again.
     @Test func streamLimitFollowsRejectionsWhenConfigured() async throws {
         try await MockHarness.withRunningMock(configure: {
-            Self.configure(&$0)
+            H2Connections.configure(&$0)
             $0.http2.shrinkStreamsAfterRejection = true
         }) { mock in
-            let client = try await Self.connect(mock)
-            try await client.send(H2.request(stream: 1, token: "zz", body: Self.body))
-            let shrunk = await client.waitUntil { Self.streamLimits(H2.parse($0)).last == 1 }
-            #expect(Self.streamLimits(H2.parse(shrunk)).last == 1)
-            try await client.send(H2.frame(.settings, flags: H2.ack) + H2.request(stream: 3, token: Self.token, body: Self.body))
-            let raised = await client.waitUntil { Self.streamLimits(H2.parse($0)).last == 1000 }
-            #expect(Self.streamLimits(H2.parse(raised)).last == 1000)
+            let client = try await H2Connections.connect(mock)
+            try await client.send(H2.request(stream: 1, token: "zz", body: Pushes.body))
+            let shrunk = await client.waitUntil { H2Connections.maxConcurrentStreams(in: H2.parse($0)).last == 1 }
+            #expect(H2Connections.maxConcurrentStreams(in: H2.parse(shrunk)).last == 1)
+            try await client.send(H2.frame(.settings, flags: H2.ack) + H2.request(stream: 3, token: Pushes.token, body: Pushes.body))
+            let raised = await client.waitUntil { H2Connections.maxConcurrentStreams(in: H2.parse($0)).last == 1000 }
+            #expect(H2Connections.maxConcurrentStreams(in: H2.parse(raised)).last == 1000)
             await client.close()
         }
     }
@@ -171,7 +149,7 @@ struct ConnectionFaultTests {
                 json: #"{"match":{"connection":2,"afterRequests":1},"respond":{"reason":"ServiceUnavailable"},"times":1}"#
             ).expect([201])
             let request = ["authorization": Curl.demoAuthorization ?? "", "apns-topic": "com.example.app"]
-            let url = "\(mock.baseURL)/3/device/\(Self.token)"
+            let url = "\(mock.baseURL)/3/device/\(Pushes.token)"
             let first = try await Curl.sequence(url: url, caPath: mock.caPath, requests: [request, request])
             let second = try await Curl.sequence(url: url, caPath: mock.caPath, requests: [request, request, request])
             #expect(first.map(\.status) == [200, 200])

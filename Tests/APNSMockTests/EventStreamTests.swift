@@ -63,11 +63,8 @@ struct SSEEvent: Sendable, Equatable {
 /// inbox page (`.apns`, `/v1/reasons`, `/`).
 @Suite("Event stream and the inbox endpoints", .timeLimit(.minutes(3)))
 struct EventStreamTests {
-    static let token = String(repeating: "ab", count: 32)
-    static let otherToken = String(repeating: "cd", count: 32)
-
     static func push(
-        _ mock: RunningMock, token: String = token, headers: [String: String] = ["apns-topic": "com.example.app"],
+        _ mock: RunningMock, token: String = Pushes.token, headers: [String: String] = ["apns-topic": "com.example.app"],
         body: String = #"{"aps":{"alert":"hello"}}"#
     ) async throws -> CurlResponse {
         try await Curl.send(url: "\(mock.baseURL)/3/device/\(token)", caPath: mock.caPath, headers: headers, body: Data(body.utf8))
@@ -92,47 +89,21 @@ struct EventStreamTests {
         return try Curl.parse(output.stdout)
     }
 
-    /// A subscriber on a raw connection: the request is sent, the stream's opening comment read.
-    static func subscribe(_ mock: RunningMock, _ query: String, headers: [String] = []) async throws -> RawClient {
-        try await subscribe(adminPort: mock.adminPort, query, headers: headers)
-    }
-
-    /// Opens an event stream. A mock with a short `admin.idleTimeout` may close a new connection
-    /// before a loaded machine gets to send the request (the timeout doing its job): tried again,
-    /// up to three times.
-    static func subscribe(adminPort: Int, _ query: String, headers: [String] = []) async throws -> RawClient {
-        let extra = headers.map { $0 + "\r\n" }.joined()
-        let request = Array("GET /v1/events?\(query) HTTP/1.1\r\nHost: 127.0.0.1\r\n\(extra)\r\n".utf8)
-        var attempt = 0
-        while true {
-            attempt += 1
-            let client = try await RawClient.connect(port: adminPort, security: .plaintext)
-            do {
-                try await client.send(request)
-            } catch where attempt < 3 {
-                await client.close()
-                continue
-            }
-            _ = await client.waitUntil(timeout: .seconds(30)) { String(decoding: $0, as: UTF8.self).contains("apns-mock events") }
-            return client
-        }
-    }
-
     // MARK: Filters and resumption
 
     @Test func streamsTheRecordsTheFilterMatches() async throws {
         try await MockHarness.withRunningMock { mock in
-            async let mine = Self.stream(mock, "token=\(Self.token)&outcome=all&since=0&limit=2")
+            async let mine = Self.stream(mock, "token=\(Pushes.token)&outcome=all&since=0&limit=2")
             async let missingTopic = Self.stream(mock, "reason=MissingTopic&since=0&limit=1")
             async let accepted = Self.stream(mock, "since=0&limit=2")
-            #expect(try await Self.push(mock, token: Self.otherToken).status == 200)
+            #expect(try await Self.push(mock, token: Pushes.otherToken).status == 200)
             #expect(try await Self.push(mock).status == 200)
             #expect(try await Self.push(mock, headers: [:]).status == 400)
 
             let events = try await mine
             #expect(events.map(\.event) == ["message", "message"])
             let records = events.compactMap(\.record)
-            #expect(records.map(\.token) == [Self.token, Self.token])
+            #expect(records.map(\.token) == [Pushes.token, Pushes.token])
             #expect(records.map(\.status) == [200, 400])
             #expect(events.map(\.id) == records.map { String($0.seq) })
             #expect(records.first?.payload?["aps"]?["alert"] == .string("hello"))
@@ -140,7 +111,7 @@ struct EventStreamTests {
             let rejected = try await missingTopic.compactMap(\.record)
             #expect(rejected.map(\.reason) == ["MissingTopic"])
             let both = try await accepted.compactMap(\.record)
-            #expect(both.map(\.token) == [Self.otherToken, Self.token])
+            #expect(both.map(\.token) == [Pushes.otherToken, Pushes.token])
         }
     }
 
@@ -156,19 +127,14 @@ struct EventStreamTests {
             #expect(headerWins.map(\.id) == ["3"])
 
             // Without either: only what is stored from now on.
-            let live = try await Self.subscribe(mock, "limit=1")
-            _ = try await Self.push(mock, token: Self.otherToken)
+            let live = try await EventSubscribers.subscribe(mock, "limit=1")
+            _ = try await Self.push(mock, token: Pushes.otherToken)
             let received = await live.waitUntil(timeout: .seconds(60)) { SSEEvent.parse(http: $0).events.count == 1 }
             let events = SSEEvent.parse(http: received).events
             #expect(events.map(\.id) == ["4"])
-            #expect(events.first?.record?.token == Self.otherToken)
+            #expect(events.first?.record?.token == Pushes.otherToken)
             await live.close()
         }
-    }
-
-    static func skippedCount(_ event: SSEEvent) -> Int? {
-        struct Skip: Decodable { var skipped: Int; var firstSeq: UInt64; var lastSeq: UInt64 }
-        return (try? JSONDecoder().decode(Skip.self, from: Data(event.data.utf8)))?.skipped
     }
 
     @Test func maxRateSkipsWhatIsOverTheRate() async throws {
@@ -176,14 +142,14 @@ struct EventStreamTests {
             for _ in 0..<5 { _ = try await Self.push(mock) }
             // A replay of five records at one a second: the first goes, the rest are skipped, and
             // the skip is reported at once.
-            let client = try await Self.subscribe(mock, "since=0&maxRate=1")
+            let client = try await EventSubscribers.subscribe(mock, "since=0&maxRate=1")
             let received = await client.waitUntil(timeout: .seconds(30)) { bytes in
                 SSEEvent.parse(http: bytes).events.contains { $0.event == "skipped" }
             }
             await client.close()
             let events = SSEEvent.parse(http: received).events
             #expect(events.filter { $0.event == "message" }.map(\.id) == ["1"])
-            #expect(events.filter { $0.event == "skipped" }.compactMap { Self.skippedCount($0) }.reduce(0, +) == 4)
+            #expect(events.filter { $0.event == "skipped" }.compactMap { EventSubscribers.skippedCount($0) }.reduce(0, +) == 4)
         }
     }
 
@@ -192,7 +158,7 @@ struct EventStreamTests {
     @Test func streamsPastTheLimitGet503() async throws {
         try await MockHarness.withRunningMock { mock in
             var clients: [RawClient] = []
-            for _ in 0..<64 { clients.append(try await Self.subscribe(mock, "")) }
+            for _ in 0..<64 { clients.append(try await EventSubscribers.subscribe(mock, "")) }
             #expect(clients.allSatisfy { String(decoding: $0.received, as: UTF8.self).hasPrefix("HTTP/1.1 200") })
             let refused = try await mock.admin.request("GET", "/v1/events")
             #expect(refused.status == 503)
@@ -205,7 +171,7 @@ struct EventStreamTests {
         var client: RawClient?
         var stopping = ContinuousClock.now
         try await MockHarness.withRunningMock { mock in
-            client = try await Self.subscribe(mock, "outcome=all")
+            client = try await EventSubscribers.subscribe(mock, "outcome=all")
             stopping = ContinuousClock.now
         }
         // The shutdown does not wait for the stream, nor for its 15-second keep-alive (on an idle

@@ -82,9 +82,9 @@ struct FaultIndexTests {
             }
             #expect(try await addBatch(0) == 201)
             #expect(try await addBatch(1) == 201)
-            #expect(try await AdminAPITests.push(mock).status == 200)
-            try await mock.admin.addFault(json: #"{"match":{"token":"\#(FaultInjectionTests.token)"},"respond":{"reason":"Unregistered"}}"#)
-            #expect(try await AdminAPITests.push(mock).status == 410)
+            #expect(try await Pushes.push(mock).status == 200)
+            try await mock.admin.addFault(json: #"{"match":{"token":"\#(Pushes.token)"},"respond":{"reason":"Unregistered"}}"#)
+            #expect(try await Pushes.push(mock).status == 410)
             #expect(try await mock.admin.faults().faults.count == 10_001)
 
             for batch in 2..<19 { #expect(try await addBatch(batch) == 201) }
@@ -96,7 +96,7 @@ struct FaultIndexTests {
             #expect(message.contains("at most 100000 rules at once (95001 exist)"), "\(message)")
             #expect(try await mock.admin.faults().faults.count == 95_001)
             #expect(try await mock.admin.request("DELETE", "/v1/faults").status == 204)
-            #expect(try await AdminAPITests.push(mock).status == 200)
+            #expect(try await Pushes.push(mock).status == 200)
         }
     }
 }

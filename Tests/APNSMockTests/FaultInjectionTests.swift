@@ -8,19 +8,18 @@ import Testing
 /// HTTP/2 client, and marked `injected` in the record.
 @Suite("Fault injection", .timeLimit(.minutes(2)))
 struct FaultInjectionTests {
-    static let token = String(repeating: "ab", count: 32)
     static let body = Array(#"{"aps":{"alert":"hello"}}"#.utf8)
 
     @Test func respondsWithTheRuleReasonTimesThenExpires() async throws {
         try await MockHarness.withRunningMock { mock in
             let added = try await mock.admin.addFault(
-                json: #"{"match":{"token":"\#(Self.token)"},"respond":{"status":503,"reason":"ServiceUnavailable"},"times":1}"#)
+                json: #"{"match":{"token":"\#(Pushes.token)"},"respond":{"status":503,"reason":"ServiceUnavailable"},"times":1}"#)
             #expect(added.status == 201)
-            let first = try await AdminAPITests.push(mock)
+            let first = try await Pushes.push(mock)
             #expect(first.status == 503)
             #expect(first.reason == "ServiceUnavailable")
             #expect(first.headers["apns-id"] != nil)
-            let second = try await AdminAPITests.push(mock)
+            let second = try await Pushes.push(mock)
             #expect(second.status == 200)
 
             let records = try await mock.admin.notifications(RecordQuery(outcome: .all)).notifications
@@ -36,7 +35,7 @@ struct FaultInjectionTests {
         try await MockHarness.withRunningMock { mock in
             try await mock.admin.addFault(json: #"{"match":{"topic":"com.example.app"},"respond":{"reason":"Unregistered"}}"#)
             let before = Int64(Date().timeIntervalSince1970 * 1000)
-            let response = try await AdminAPITests.push(mock)
+            let response = try await Pushes.push(mock)
             #expect(response.status == 410)
             let error = try #require(response.error)
             #expect(error.reason == "Unregistered")
@@ -48,7 +47,7 @@ struct FaultInjectionTests {
         try await MockHarness.withRunningMock { mock in
             try await mock.admin.addFault(json: #"{"match":{"pushType":"voip"},"respond":{"reason":"InternalServerError"}}"#)
             try await mock.admin.addFault(json: #"{"respond":{"reason":"InternalServerError"},"probability":0}"#)
-            #expect(try await AdminAPITests.push(mock).status == 200)
+            #expect(try await Pushes.push(mock).status == 200)
             let faults = try await mock.admin.faults()
             #expect(faults.faults.map(\.applied) == [0, 0])
             #expect(faults.faults.map(\.id) == ["1", "2"])
@@ -64,7 +63,7 @@ struct FaultInjectionTests {
                 $0.faults = [FaultRule(respond: Rejection(.tooManyRequests), probability: 0.5)]
             }) { mock in
                 var statuses: [Int] = []
-                for _ in 0..<8 { statuses.append(try await AdminAPITests.push(mock).status) }
+                for _ in 0..<8 { statuses.append(try await Pushes.push(mock).status) }
                 return statuses
             }
         }
@@ -75,19 +74,19 @@ struct FaultInjectionTests {
 
     @Test func delayAnswersLateWithoutBlocking() async throws {
         try await MockHarness.withRunningMock(configure: { $0.threads = 1 }) { mock in
-            try await mock.admin.addFault(json: #"{"match":{"token":"\#(Self.token)"},"delayMs":3000}"#)
+            try await mock.admin.addFault(json: #"{"match":{"token":"\#(Pushes.token)"},"delayMs":3000}"#)
             let clock = ContinuousClock()
             let start = clock.now
-            async let slow = AdminAPITests.push(mock)
+            async let slow = Pushes.push(mock)
             // Another token on the same single event loop is answered meanwhile.
-            let fast = try await AdminAPITests.push(mock, token: AdminAPITests.otherToken)
+            let fast = try await Pushes.push(mock, token: Pushes.otherToken)
             let fastDone = clock.now - start
             #expect(fast.status == 200)
             #expect(try await slow.status == 200)
             let slowDone = clock.now - start
             #expect(slowDone >= .milliseconds(3000))
             #expect(fastDone < slowDone)
-            let record = try #require(try await mock.admin.notifications(RecordQuery(token: Self.token)).notifications.first)
+            let record = try #require(try await mock.admin.notifications(RecordQuery(token: Pushes.token)).notifications.first)
             #expect(record.injected)
         }
     }
@@ -96,7 +95,7 @@ struct FaultInjectionTests {
         try await MockHarness.withRunningMock { mock in
             try await mock.admin.addFault(json: #"{"action":"reset"}"#)
             let client = try await RawClient.connect(port: mock.apnsPort, security: .tls(caPath: mock.caPath, alpn: ["h2"]))
-            try await client.send(H2.preface + H2.settings() + H2.request(stream: 1, token: Self.token, body: Self.body))
+            try await client.send(H2.preface + H2.settings() + H2.request(stream: 1, token: Pushes.token, body: Self.body))
             let received = await client.waitUntil { bytes in H2.parse(bytes).contains { $0.rstErrorCode != nil } }
             let reset = try #require(H2.parse(received).first { $0.rstErrorCode != nil })
             #expect(reset.stream == 1)
@@ -113,7 +112,7 @@ struct FaultInjectionTests {
         try await MockHarness.withRunningMock { mock in
             try await mock.admin.addFault(json: #"{"action":"goaway","respond":{"reason":"InternalServerError"}}"#)
             let client = try await RawClient.connect(port: mock.apnsPort, security: .tls(caPath: mock.caPath, alpn: ["h2"]))
-            try await client.send(H2.preface + H2.settings() + H2.request(stream: 1, token: Self.token, body: Self.body))
+            try await client.send(H2.preface + H2.settings() + H2.request(stream: 1, token: Pushes.token, body: Self.body))
             let outcome = await client.waitForClose()
             let frames = H2.parse(outcome.received)
             let goaway = try #require(frames.compactMap(\.goaway).first)
@@ -129,7 +128,7 @@ struct FaultInjectionTests {
         try await MockHarness.withRunningMock { mock in
             try await mock.admin.addFault(json: #"{"action":"close"}"#)
             let client = try await RawClient.connect(port: mock.apnsPort, security: .tls(caPath: mock.caPath, alpn: ["h2"]))
-            try await client.send(H2.preface + H2.settings() + H2.request(stream: 1, token: Self.token, body: Self.body))
+            try await client.send(H2.preface + H2.settings() + H2.request(stream: 1, token: Pushes.token, body: Self.body))
             let outcome = await client.waitForClose()
             #expect(outcome.closed)
             let frames = H2.parse(outcome.received)

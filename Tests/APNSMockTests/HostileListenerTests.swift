@@ -81,7 +81,7 @@ struct HostileListenerTests {
     /// not timed, and goes on delivering records.
     @Test func eventStreamOutlivesTheAdminTimeouts() async throws {
         try await ServerProcess.withRunning(yaml: Self.adminTimeouts) { mock in
-            let stream = try await EventStreamTests.subscribe(adminPort: mock.adminPort, "outcome=all")
+            let stream = try await EventSubscribers.subscribe(adminPort: mock.adminPort, "outcome=all")
             let quiet = await stream.waitForClose(timeout: .seconds(3))
             #expect(!quiet.closed, "the event stream was closed by a timeout")
             let response = try await Curl.send(url: "\(mock.baseURL)/3/device/\(Hostile.token)", caPath: mock.caPath)

@@ -128,24 +128,24 @@ struct MockClockTests {
     /// never does; a response decided but cut off with its connection (a `close` fault on another
     /// stream of the same read) says it did not.
     @Test func recordsSayWhetherTheResponseLeft() async throws {
-        try await MockHarness.withRunningMock(configure: ConnectionFaultTests.configure) { mock in
+        try await MockHarness.withRunningMock(configure: H2Connections.configure) { mock in
             let delayed = String(repeating: "d1", count: 32), hung = String(repeating: "d2", count: 32)
             let closer = String(repeating: "d3", count: 32), cutOff = String(repeating: "d4", count: 32)
             try await mock.admin.addFault(json: #"{"match":{"token":"\#(delayed)"},"delayMs":4000}"#).expect([201])
             try await mock.admin.addFault(json: #"{"match":{"token":"\#(hung)"},"action":"hang"}"#).expect([201])
             try await mock.admin.addFault(json: #"{"match":{"token":"\#(closer)"},"action":"close"}"#).expect([201])
 
-            let client = try await ConnectionFaultTests.connect(mock)
+            let client = try await H2Connections.connect(mock)
             try await client.send(
-                H2.request(stream: 1, token: Self.device, body: ConnectionFaultTests.body)
-                    + H2.request(stream: 3, token: delayed, body: ConnectionFaultTests.body)
-                    + H2.request(stream: 5, token: hung, body: ConnectionFaultTests.body))
+                H2.request(stream: 1, token: Self.device, body: Pushes.body)
+                    + H2.request(stream: 3, token: delayed, body: Pushes.body)
+                    + H2.request(stream: 5, token: hung, body: Pushes.body))
             _ = await client.waitUntil { Hostile.hasResponse(H2.parse($0), stream: 1) }
             // The delayed answer has not gone out yet.
             let waiting = try #require(try await mock.admin.wait(RecordQuery(token: delayed), count: 1).page.notifications.first)
             #expect(!waiting.responseWritten)
             _ = await client.waitUntil(timeout: .seconds(20)) { Hostile.hasResponse(H2.parse($0), stream: 3) }
-            #expect(Hostile.hasResponse(ConnectionFaultTests.frames(client), stream: 3))
+            #expect(Hostile.hasResponse(H2Connections.frames(client), stream: 3))
             await client.close()
 
             let records = try await mock.admin.notifications(RecordQuery(outcome: .all)).notifications
@@ -156,16 +156,16 @@ struct MockClockTests {
 
             // Two requests in one write: the first is answered in the same turn as the second,
             // whose fault drops the connection before anything is sent.
-            let second = try await ConnectionFaultTests.connect(mock)
+            let second = try await H2Connections.connect(mock)
             try await second.send(
-                H2.request(stream: 1, token: cutOff, body: ConnectionFaultTests.body)
-                    + H2.request(stream: 3, token: closer, body: ConnectionFaultTests.body))
+                H2.request(stream: 1, token: cutOff, body: Pushes.body)
+                    + H2.request(stream: 3, token: closer, body: Pushes.body))
             let (_, closed, _) = await second.waitForClose()
             #expect(closed)
             let after = try await mock.admin.wait(RecordQuery(token: cutOff), count: 1).page.notifications
             #expect(after.first?.status == 200, "decided: 200")
             #expect(after.first?.responseWritten == false, "but never sent")
-            #expect(!Hostile.hasResponse(ConnectionFaultTests.frames(second), stream: 1))
+            #expect(!Hostile.hasResponse(H2Connections.frames(second), stream: 1))
         }
     }
 }

@@ -72,12 +72,12 @@ struct RefusedStreamTests {
     /// A connection whose limit was lowered (`shrink-streams`) refuses the streams a client
     /// opens past it before reading the new SETTINGS: over the limit.
     @Test func refusedOverTheLimitAreCountedApart() async throws {
-        try await MockHarness.withRunningMock(configure: ConnectionFaultTests.configure) { mock in
+        try await MockHarness.withRunningMock(configure: H2Connections.configure) { mock in
             let first = String(repeating: "e1", count: 32), other = String(repeating: "e2", count: 32)
             try await mock.admin.addFault(
                 json: #"{"match":{"token":"\#(first)"},"action":"shrink-streams","maxConcurrentStreams":1,"times":1}"#
             ).expect([201])
-            let client = try await ConnectionFaultTests.connect(mock)
+            let client = try await H2Connections.connect(mock)
             // The first request is answered and lowers the limit to one (this client never
             // acknowledges SETTINGS, so the limit holds); of the three streams opened in one write
             // after it, one fits, and the two past the limit are refused.
