@@ -87,7 +87,7 @@ public struct APNSMockServer: Service {
             let destinations = ProxyDestinations(bound)
             do {
                 let channel = try await ConnectProxy.bind(
-                    settings: configuration.proxy, port: proxyPort, group: group,
+                    settings: configuration.proxy, port: proxyPort, group: group, memory: state.memory,
                     destination: { destinations.address(of: $0) }, logger: logger)
                 channels.append(channel)
                 bound.append(ListenerAddress(kind: .proxy, host: configuration.proxy.host, port: channel.localAddress?.port ?? proxyPort))
@@ -142,6 +142,7 @@ extension APNSMockServer {
         quiesce: ServerQuiescingHelper, configuration: ServerConfiguration, logger: Logger
     ) async throws -> Channel {
         let connections = routes.state.connections
+        let memory = routes.state.memory
         let name = address.name
         // One limit for the TLS listeners together, kept in the shared registry.
         let refusals = RefusalLog(
@@ -167,7 +168,7 @@ extension APNSMockServer {
                         try ConnectionLimiter.refuse(channel)
                         return
                     }
-                    MemoryReturn.shared.connectionOpened()
+                    memory.connectionOpened()
                     var connectionLogger = logger
                     connectionLogger[metadataKey: "connection"] = "\(routes.state.connectionNumber(of: id))"
                     let connection: APNSConnection
@@ -177,14 +178,14 @@ extension APNSMockServer {
                             routes: routes, logger: connectionLogger)
                     } catch {
                         connections.closed()
-                        MemoryReturn.shared.connectionClosed()
+                        memory.connectionClosed()
                         throw error
                     }
                     let handler = APNSChannelHandler(
                         connection: connection, timeouts: timeouts, logger: connectionLogger,
                         onClose: {
                             connections.closed()
-                            MemoryReturn.shared.connectionClosed()
+                            memory.connectionClosed()
                         })
                     try channel.pipeline.syncOperations.addHandler(handler)
                 }

@@ -53,7 +53,7 @@ struct GuardedHTTP1Channel: ServerChildChannel {
             // Request and response parts, after the decoder (where Hummingbird keeps its own
             // connection-state handler).
             let state = try pipeline.handler(type: HTTPConnectionStateHandler.self)
-            try pipeline.addHandler(AdminPartsWatcher(clock: clock), position: .before(state))
+            try pipeline.addHandler(AdminPartsWatcher(clock: clock, memory: self.limiter.memory), position: .before(state))
             // Last, once nothing above can throw: the error path below releases otherwise.
             let limiter = self.limiter
             channel.closeFuture.whenComplete { _ in limiter.release() }
@@ -224,13 +224,16 @@ private final class AdminPartsWatcher: ChannelDuplexHandler, RemovableChannelHan
     /// pipelines requests): the connection is idle again only when none is left.
     private var responsesOpen = 0
 
-    init(clock: AdminConnectionClock) {
+    private let memory: MemoryReturn
+
+    init(clock: AdminConnectionClock, memory: MemoryReturn) {
         self.clock = clock
+        self.memory = memory
     }
 
     private func responseReleased() {
         if bodyBytes >= MemoryReturn.largeResponse {
-            MemoryReturn.shared.largeResponseReleased()
+            memory.largeResponseReleased()
         }
         bodyBytes = 0
     }

@@ -33,7 +33,8 @@ final class AdminServer: Sendable {
         // a listener whose first accept fails (see AcceptPauseHandler); the descriptor budget
         // (`serve`) is what keeps this listener away from EMFILE.
         let limiter = ConnectionLimiter(
-            listener: "admin", limit: settings.maxConnections, setting: "admin.maxConnections", logger: adminLogger)
+            listener: "admin", limit: settings.maxConnections, setting: "admin.maxConnections", memory: api.state.memory,
+            logger: adminLogger)
         let timeouts = AdminTimeouts(settings)
         let server = HTTPServerBuilder { responder in
             GuardedHTTP1Channel(inner: HTTP1Channel(responder: responder), limiter: limiter, timeouts: timeouts)

@@ -17,10 +17,13 @@ internal import CAPNSMockShims
 final class ConnectionLimiter: Sendable {
     let limit: Int
     let refusals: RefusalLog
+    /// The mock's memory return, told of every connection let in and closed.
+    let memory: MemoryReturn
     private let open = Atomic<Int>(0)
 
-    init(listener: String, limit: Int, setting: String, logger: Logger) {
+    init(listener: String, limit: Int, setting: String, memory: MemoryReturn, logger: Logger) {
         self.limit = max(1, limit)
+        self.memory = memory
         self.refusals = RefusalLog(listener: listener, limit: self.limit, setting: setting, logger: logger)
     }
 
@@ -30,14 +33,14 @@ final class ConnectionLimiter: Sendable {
             refusals.note()
             return false
         }
-        MemoryReturn.shared.connectionOpened()
+        memory.connectionOpened()
         return true
     }
 
     /// Gives back the count of a connection ``admit()`` let in.
     func release() {
         open.subtract(1, ordering: .relaxed)
-        MemoryReturn.shared.connectionClosed()
+        memory.connectionClosed()
     }
 
     /// Closes a connection the limit refused, with a reset (SO_LINGER 0) so that the client
@@ -253,9 +256,10 @@ final class AcceptPauseHandler: ChannelInboundHandler {
 /// keeps the freed pages in its arenas, so the process stays at its peak size. Once the open count
 /// falls to a quarter of the peak since the last trim (and the peak was a burst), a
 /// `malloc_trim(0)` runs a second later, at most once per ``minimumInterval``.
+///
+/// One per mock (``MockState/memory``), so that two mocks in one process (tests) count only their
+/// own connections; the trim itself is process-wide, as the allocator is.
 final class MemoryReturn: Sendable {
-    static let shared = MemoryReturn()
-
     /// A peak below this is not a burst worth trimming after.
     static let burst = 64
     static let minimumInterval: TimeAmount = .seconds(10)

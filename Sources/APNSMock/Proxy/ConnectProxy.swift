@@ -22,14 +22,15 @@ enum ConnectProxy {
     /// Binds the proxy listener. `destination` gives the address of the listener a target leads
     /// to (the mock's own, bound already).
     static func bind(
-        settings: Configuration.Proxy, port: Int, group: MultiThreadedEventLoopGroup,
+        settings: Configuration.Proxy, port: Int, group: MultiThreadedEventLoopGroup, memory: MemoryReturn,
         destination: @escaping @Sendable (ProxyRequest.Target) -> (host: String, port: Int), logger: Logger
     ) async throws -> any Channel {
         var proxyLogger = logger
         proxyLogger[metadataKey: "listener"] = "proxy"
         let logger = proxyLogger
         let limiter = ConnectionLimiter(
-            listener: "proxy", limit: settings.maxConnections, setting: "proxy.maxConnections", logger: logger)
+            listener: "proxy", limit: settings.maxConnections, setting: "proxy.maxConnections", memory: memory,
+            logger: logger)
         let refusals = ThrottledWarning("refused a proxy request", logger: logger)
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)

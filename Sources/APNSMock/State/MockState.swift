@@ -19,6 +19,8 @@ public final class MockState: Sendable {
     let clock = MockClock()
     /// Provider tokens seen, and which expired, across connections.
     let tokens = TokenRegistry()
+    /// Gives freed heap back after this mock's bursts of connections and large admin responses.
+    let memory = MemoryReturn()
     /// The connection count at the last reset: a connection's number for fault rules is its id
     /// minus this.
     private let connectionBase = Atomic<UInt64>(0)
