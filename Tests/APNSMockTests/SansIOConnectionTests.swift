@@ -182,4 +182,24 @@ struct SansIOConnectionTests {
         #expect(mock.records.map(\.streamID) == [1, 3, 5, 7, 9])
         #expect(mock.records.allSatisfy { $0.responseWritten })
     }
+
+    /// A `close` fault ends the connection in the middle of a read: the requests after it in that
+    /// read are decided and recorded, and their records say no answer left.
+    @Test func requestsAfterAClosingFaultInTheSameReadAreRecordedAsNotWritten() throws {
+        let mock = try Mock()
+        let closing = String(repeating: "cd", count: 32)
+        _ = mock.state.faults.add(FaultRule(match: FaultRule.Match(token: closing), action: .close))
+        let client = try mock.client()
+        client.send(Self.request(stream: 1, path: "/3/device/\(Self.token)", extra: [("apns-topic", "com.example.app")]))
+        client.send(
+            Self.request(stream: 3, path: "/3/device/\(closing)", extra: [("apns-topic", "com.example.app")])
+                + Self.request(stream: 5, path: "/3/device/\(Self.token)", extra: [("apns-topic", "com.example.app")]))
+        #expect(Self.response(client, stream: 3) == nil)
+        #expect(Self.response(client, stream: 5) == nil)
+        let records = mock.records
+        #expect(records.map(\.streamID) == [1, 3, 5])
+        #expect(records.map(\.action) == [nil, .close, nil])
+        #expect(records.map(\.status) == [200, nil, 200])
+        #expect(records.map(\.responseWritten) == [true, false, false])
+    }
 }

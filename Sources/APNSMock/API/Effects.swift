@@ -94,6 +94,7 @@ struct RequestStream {
     /// The HTTP/2 stream identifier, for records and logs.
     var id: Int32
     /// False when the client closed the stream (RST_STREAM) in the same read that completed the
-    /// request: the request is still decided and recorded, and its answer cannot leave.
+    /// request, or a fault ended the connection in that read: the request is still decided and
+    /// recorded, and its answer cannot leave.
     var isOpen = true
 }

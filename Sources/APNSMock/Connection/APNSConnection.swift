@@ -280,7 +280,9 @@ final class APNSConnection {
 
 extension APNSConnection: HTTP2SessionDelegate {
     func session(_ session: HTTP2Session, didReceive stream: HTTP2Stream) {
-        let requestStream = RequestStream(id: stream.id, isOpen: stream.phase == .dispatched)
+        // A request of the same read as a `close` or `tcp-reset` that ended the connection is still
+        // decided and recorded; its answer cannot leave.
+        let requestStream = RequestStream(id: stream.id, isOpen: stream.phase == .dispatched && !isFinished)
         requestState.requestCount &+= 1
         // The latency histogram locks inside swift-prometheus: observe a sample of requests only.
         let started: ContinuousClock.Instant? =
@@ -327,7 +329,7 @@ extension APNSConnection: HTTP2SessionDelegate {
 
     /// The answer and the fault action, on the stream if it still waits for them.
     private func carryOut(_ effects: Effects, session: HTTP2Session, stream: HTTP2Stream, id: Int32) {
-        guard stream.awaitsAnswer(id: id) else { return }
+        guard !isFinished, stream.awaitsAnswer(id: id) else { return }
         switch effects.fault {
         case nil:
             break
