@@ -8,7 +8,7 @@ import Testing
 /// route the router has is in it and every operation in it is a route, it is what
 /// `/v1/openapi.json` serves, and Hummingbird's own answers (no route, wrong method, a body too
 /// large) come in the API's error shape. scripts/openapi checks the live answers against it with
-/// schemathesis; what that found is kept here as regression rows.
+/// schemathesis; the cases it turned up are rows here.
 @Suite("The admin API's OpenAPI contract", .timeLimit(.minutes(2)))
 struct AdminAPIContractTests {
     static func routes() -> [String] {
@@ -110,8 +110,8 @@ struct AdminAPIContractTests {
         }
     }
 
-    /// An event stream whose client goes away gives its place back at once (it used to hold one of
-    /// the 64 until its next write, up to 15 s later): 100 streams opened and dropped in a row.
+    /// An event stream whose client goes away gives its place back at once, not at its next write
+    /// (up to 15 s later): 100 streams opened and dropped in a row, within the limit of 64.
     @Test func eventStreamsOfClientsThatLeftAreGoneAtOnce() async throws {
         try await MockHarness.withRunningMock { mock in
             for _ in 0..<100 {

@@ -248,8 +248,8 @@ struct HTTP2SessionTests {
     }
 
     /// DATA past the advertised window in one burst (the client did not wait for WINDOW_UPDATE):
-    /// FLOW_CONTROL_ERROR (RFC 9113 §6.9.1). nghttp2's automatic window updates credited the window
-    /// as soon as the update was queued, mid-read, so this was accepted.
+    /// FLOW_CONTROL_ERROR (RFC 9113 §6.9.1). The window is credited only when the update goes out:
+    /// nghttp2's automatic updates would credit it as soon as one is queued, mid-read, and accept this.
     @Test func dataBeyondTheWindowIsAFlowControlError() throws {
         let harness = try Harness()
         harness.exchange(H2.preface + H2.settings())
