@@ -218,7 +218,7 @@ public enum BroadcastPath: Sendable, Equatable {
     /// Whether `:path` starts like a broadcast send, `/4/broadcasts/`: such requests go to the
     /// broadcast API (which answers BadPath for the rest of a wrong path).
     public static func isBroadcast(_ path: String) -> Bool {
-        path.withUTF8Bytes { $0.hasPrefix(prefix) }
+        path.hasUTF8Prefix(prefix)
     }
 
     /// What every broadcast path starts with.

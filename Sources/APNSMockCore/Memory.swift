@@ -23,6 +23,14 @@ extension UInt8 {
     }
 }
 
+extension String {
+    /// Whether the string's UTF-8 bytes start with `prefix`'s (a byte comparison, no Unicode
+    /// normalisation: paths and header values are compared as the client sent them).
+    public func hasUTF8Prefix(_ prefix: StaticString) -> Bool {
+        withUTF8Bytes { $0.hasPrefix(prefix) }
+    }
+}
+
 extension StringProtocol {
     /// Runs `body` over the string's UTF-8 bytes. Native strings are contiguous, so this normally
     /// borrows the storage; anything else is made contiguous in a copy first.

@@ -1,10 +1,5 @@
 import APNSMockCore
 import Logging
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// What a listener is for, which decides the APIs its requests can reach.
 enum ListenerRole: Sendable, Equatable, CaseIterable {
@@ -39,14 +34,8 @@ enum PathPattern: Sendable {
 
     func matches(_ path: String?) -> Bool {
         switch self {
-        case .otherwise:
-            return true
-        case .prefix(let prefix):
-            guard let path else { return false }
-            let count = prefix.utf8CodeUnitCount
-            return path.utf8.withContiguousStorageIfAvailable { bytes in
-                bytes.count >= count && memcmp(bytes.baseAddress!, prefix.utf8Start, count) == 0
-            } ?? path.utf8.starts(with: UnsafeBufferPointer(start: prefix.utf8Start, count: count))
+        case .otherwise: true
+        case .prefix(let prefix): path?.hasUTF8Prefix(prefix) ?? false
         }
     }
 }
