@@ -81,7 +81,8 @@ public struct FaultRule: Sendable, Equatable {
 
     /// What happens to the stream or the connection instead of (or besides) an answer, each with
     /// its own parameters. The one representation of a fault's action: the configuration and the
-    /// admin API decode into it, the recorder hands it to the connection, which carries it out.
+    /// admin API decode into it, the policy stage puts it in the request's effects, and the connection
+    /// carries it out.
     public enum Action: Sendable, Equatable {
         /// GOAWAY, with `respond`'s error body as debug data when the rule has one.
         case goaway

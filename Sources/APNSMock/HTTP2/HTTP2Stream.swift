@@ -15,8 +15,8 @@ final class HTTP2Stream {
         case idle
         /// Its header block and body are arriving.
         case receiving
-        /// Complete and handed to its API; not answered yet (an answer may come late, or never:
-        /// a fault's delay or `hang`).
+        /// Complete: waiting to be handed to its API once the read is processed, or handed and
+        /// not answered yet (an answer may come late, or never: a fault's delay or `hang`).
         case dispatched
         /// Its response was submitted; the body, if any, is going out.
         case responding

@@ -6,8 +6,9 @@ import APNSMockCore
 /// The rate limiter and the fault rules may replace the verdict's answer; a channel is created or
 /// deleted here, once no fault rule replaced the answer; an ExpiredProviderToken answer expires the
 /// token on every connection; the first accepted token and `server.shrinkStreamsAfterRejection`
-/// become stream-limit changes. Deciding before it changes nothing shared, and the ``Recorder``
-/// after it only keeps what happened.
+/// become stream-limit changes. Deciding before it only reads shared state (its snapshots, the
+/// token registry, which also notes a token's first sighting), and the ``Recorder`` after it only
+/// keeps what happened.
 struct Policy: Sendable {
     let state: MockState
     /// `server.shrinkStreamsAfterRejection`.
