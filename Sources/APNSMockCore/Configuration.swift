@@ -41,6 +41,10 @@ public struct Configuration: Sendable, Equatable {
         public var responseTimeout = 30
         /// Seconds a new connection gets to finish its TLS handshake and send the HTTP/2 preface.
         public var handshakeTimeout = 10
+        /// Event-loop threads serving the TLS listeners; `nil`: one per core.
+        public var threads: Int?
+        /// Seconds in-flight requests get to finish after SIGTERM before connections are cut.
+        public var shutdownGracePeriod = 10
 
         public static let defaultMaxConnections = 10_000
 
@@ -198,6 +202,8 @@ public struct Configuration: Sendable, Equatable {
         /// becomes resident only when a record lands in it, but each record holds its request
         /// (payload included), so a full ring of this size takes gigabytes.
         public static let maxCapacity = 10_000_000
+        /// What `capacity` may be: 0 (off) to ``maxCapacity``.
+        public static let capacityRange = 0...maxCapacity
 
         public init() {}
     }
@@ -249,6 +255,8 @@ public struct Configuration: Sendable, Equatable {
     public var validation = Validation()
     public var broadcast = BroadcastSettings()
     public var proxy = Proxy()
+    /// Seeds the fault rules' probability rolls, for reproducible runs; `nil` for random.
+    public var faultSeed: UInt64?
 
     /// The built-in defaults.
     public init() {}
@@ -304,7 +312,7 @@ extension Configuration {
         var configuration = Configuration()
         let fields = try root.mapping(allowing: [
             "server", "admin", "tls", "environment", "teams", "devices", "recording", "faults", "validation",
-            "broadcast", "proxy",
+            "broadcast", "proxy", "faultSeed",
         ])
         if let field = fields.optional("validation") {
             configuration.validation = try decodeValidation(field)
@@ -330,8 +338,11 @@ extension Configuration {
         if let field = fields.optional("recording") {
             let recording = try field.mapping(allowing: ["capacity"])
             if let capacity = recording.optional("capacity") {
-                configuration.recording.capacity = try capacity.integer(in: 0...Recording.maxCapacity)
+                configuration.recording.capacity = try capacity.integer(in: Recording.capacityRange)
             }
+        }
+        if let field = fields.optional("faultSeed") {
+            configuration.faultSeed = UInt64(try field.integer(in: seedRange))
         }
         if let field = fields.optional("faults") {
             configuration.faults = []
@@ -413,14 +424,29 @@ extension Configuration {
         return broadcast
     }
 
-    static let portRange = 0...65_535
+    // MARK: Ranges
+    // Each setting's range lives here once; the file, the environment variables and the command
+    // line all check against it.
+
+    /// A listener port; 0 picks a free one.
+    public static let portRange = 0...65_535
+    /// Event-loop threads (`server.threads`, `--threads`).
+    public static let threadRange = 1...4096
+    /// A connection limit: at least one, at most what any process may hold open.
+    public static let connectionRange = 1...1_048_576
+    /// Seconds for the defensive timeouts: at least one (they cannot be switched off), at most a day.
+    public static let timeoutRange = 1...86_400
+    /// Seconds of the shutdown grace period: none up to a day.
+    public static let gracePeriodRange = 0...86_400
+    /// A fault seed as the file and environment write it (the command line takes any UInt64).
+    public static let seedRange = 0...Int.max
 
     private static func decodeServer<N>(_ field: Field<N>) throws(ConfigurationError) -> Server {
         let fields = try field.mapping(allowing: [
             "host", "port", "additionalPorts", "maxConcurrentStreams", "idleTimeout", "streamsBeforeAuthentication",
             "tokenUpdateInterval",
             "shrinkStreamsAfterRejection",
-            "maxConnections", "requestTimeout", "responseTimeout", "handshakeTimeout",
+            "maxConnections", "requestTimeout", "responseTimeout", "handshakeTimeout", "threads", "shutdownGracePeriod",
         ])
         var server = Server()
         if let host = fields.optional("host") { server.host = try host.nonEmptyString() }
@@ -448,6 +474,10 @@ extension Configuration {
         if let timeout = fields.optional("requestTimeout") { server.requestTimeout = try timeout.integer(in: timeoutRange) }
         if let timeout = fields.optional("responseTimeout") { server.responseTimeout = try timeout.integer(in: timeoutRange) }
         if let timeout = fields.optional("handshakeTimeout") { server.handshakeTimeout = try timeout.integer(in: timeoutRange) }
+        if let threads = fields.optional("threads") { server.threads = try threads.integer(in: threadRange) }
+        if let grace = fields.optional("shutdownGracePeriod") {
+            server.shutdownGracePeriod = try grace.integer(in: gracePeriodRange)
+        }
         return server
     }
 
@@ -466,11 +496,6 @@ extension Configuration {
         }
         return ports
     }
-
-    /// A connection limit: at least one, at most what any process may hold open.
-    private static let connectionRange = 1...1_048_576
-    /// Seconds for the defensive timeouts: at least one (they cannot be switched off), at most a day.
-    private static let timeoutRange = 1...86_400
 
     private static func decodeAdmin<N>(_ field: Field<N>, server: Server) throws(ConfigurationError) -> Admin {
         let fields = try field.mapping(allowing: [

@@ -33,7 +33,6 @@ public struct EnvironmentVariables: Sendable, Equatable {
         ("APNS_MOCK_CONFIG", "--config: a configuration file's path"),
         ("APNS_MOCK_CONFIG_YAML", "the whole configuration file's text"),
         ("APNS_MOCK_CERTS", "--certs"),
-        ("APNS_MOCK_THREADS", "--threads"),
         ("APNS_MOCK_LOG_LEVEL", "--log-level"),
         ("APNS_MOCK_LOG_FORMAT", "--log-format"),
         ("APNS_MOCK_FUZZ", "Package.swift only: adds the fuzz targets to a build (ignored when running)"),
@@ -152,7 +151,10 @@ public struct EnvironmentVariables: Sendable, Equatable {
             configuration.devices.tokens = entries
         },
         Variable("APNS_MOCK_RECORDING_CAPACITY", "recording.capacity") { field, configuration throws(ConfigurationError) in
-            configuration.recording.capacity = try field.integer(in: 0...Configuration.Recording.maxCapacity)
+            configuration.recording.capacity = try field.integer(in: Configuration.Recording.capacityRange)
+        },
+        Variable("APNS_MOCK_THREADS", "server.threads") { field, configuration throws(ConfigurationError) in
+            configuration.server.threads = try field.integer(in: Configuration.threadRange)
         },
     ]
 
@@ -195,12 +197,6 @@ public struct EnvironmentVariables: Sendable, Equatable {
             guard let text = values[variable.name] else { continue }
             try variable.apply(Field(node: EnvironmentValue(text), path: variable.name, file: nil), &configuration)
         }
-    }
-
-    /// A whole number variable of the command's own (`APNS_MOCK_THREADS`), checked against `range`.
-    public func integer(_ name: String, in range: ClosedRange<Int>) throws(ConfigurationError) -> Int? {
-        guard let text = values[name] else { return nil }
-        return try Field(node: EnvironmentValue(text), path: name, file: nil).integer(in: range)
     }
 
     /// One of an enumeration's raw values (`APNS_MOCK_LOG_FORMAT`).

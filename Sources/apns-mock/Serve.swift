@@ -62,20 +62,21 @@ struct Serve: AsyncParsableCommand {
 
     @OptionGroup var logging: LoggingOptions
 
+    /// Checks each option against the range the configuration model gives its field.
     func validate() throws {
-        if let port, !(0...65535).contains(port) { throw ValidationError("--port must be between 0 and 65535") }
-        for port in additionalPorts where !(0...65535).contains(port) {
-            throw ValidationError("--additional-port must be between 0 and 65535")
+        func check(_ value: Int?, _ range: ClosedRange<Int>, _ option: String) throws {
+            if let value, !range.contains(value) {
+                throw ValidationError("\(option) must be \(range.lowerBound) to \(range.upperBound)")
+            }
         }
-        if let adminPort, !(0...65535).contains(adminPort) { throw ValidationError("--admin-port must be between 0 and 65535") }
-        if let proxyPort, !(0...65535).contains(proxyPort) { throw ValidationError("--proxy-port must be between 0 and 65535") }
-        for (name, port) in [("--broadcast-sandbox-port", broadcastSandboxPort), ("--broadcast-production-port", broadcastProductionPort)] {
-            if let port, !(0...65535).contains(port) { throw ValidationError("\(name) must be between 0 and 65535") }
-        }
-        if let threads, threads < 1 { throw ValidationError("--threads must be at least 1") }
-        if let recordingCapacity, !(0...Configuration.Recording.maxCapacity).contains(recordingCapacity) {
-            throw ValidationError("--recording-capacity must be 0 to \(Configuration.Recording.maxCapacity)")
-        }
+        try check(port, Configuration.portRange, "--port")
+        for port in additionalPorts { try check(port, Configuration.portRange, "--additional-port") }
+        try check(adminPort, Configuration.portRange, "--admin-port")
+        try check(proxyPort, Configuration.portRange, "--proxy-port")
+        try check(broadcastSandboxPort, Configuration.portRange, "--broadcast-sandbox-port")
+        try check(broadcastProductionPort, Configuration.portRange, "--broadcast-production-port")
+        try check(threads, Configuration.threadRange, "--threads")
+        try check(recordingCapacity, Configuration.Recording.capacityRange, "--recording-capacity")
     }
 
     func run() async throws {
@@ -87,10 +88,12 @@ struct Serve: AsyncParsableCommand {
         let source = config ?? environment["APNS_MOCK_CONFIG"]
             ?? (environment["APNS_MOCK_CONFIG_YAML"] != nil ? "APNS_MOCK_CONFIG_YAML" : "configuration")
         var file = try ConfigurationFile.load(config, environment: environment, logger: logger)
-        // Command-line options override the file and the environment.
+        // Command-line options override the file and the environment: every source merges into
+        // the one configuration model here, and the runtime settings are derived from it below.
         if let host { file.server.host = host }
         if let port { file.server.port = port }
         if !additionalPorts.isEmpty { file.server.additionalPorts = additionalPorts }
+        if let threads { file.server.threads = threads }
         if let adminHost { file.admin.host = adminHost }
         if let adminPort { file.admin.port = adminPort }
         if let broadcastHost { file.broadcast.host = broadcastHost }
@@ -98,6 +101,9 @@ struct Serve: AsyncParsableCommand {
         if let broadcastProductionPort { file.broadcast.productionPort = broadcastProductionPort }
         if let proxyPort { file.proxy.port = proxyPort }
         if let environment = self.environment { file.environment = environment }
+        if let recordingCapacity { file.recording.capacity = recordingCapacity }
+        if let faultSeed { file.faultSeed = faultSeed }
+        if let tlsScenario { file.tls.scenario = tlsScenario }
         do {
             try file.checkListenerPorts()
         } catch {
@@ -111,14 +117,6 @@ struct Serve: AsyncParsableCommand {
             file.tls.clientCA = certs + "/ca.pem"
         }
         var server = ServerConfiguration(file)
-        do {
-            if let threads = try threads ?? environment.integer("APNS_MOCK_THREADS", in: 1...4096) { server.threads = threads }
-        } catch {
-            logger.error("\(error)")
-            throw ExitCode(2)
-        }
-        if let recordingCapacity { server.recordingCapacity = recordingCapacity }
-        if let faultSeed { server.faultSeed = faultSeed }
         do {
             // The APNs listener's threads plus the admin listener's (one per core).
             try DescriptorBudget.apply(
@@ -137,7 +135,6 @@ struct Serve: AsyncParsableCommand {
             logger.error("cannot create the certificate material in \(material.directory): \(error)")
             throw ExitCode(1)
         }
-        if let tlsScenario { file.tls.scenario = tlsScenario }
         if file.tls.scenario != .standard {
             // A trust scenario replaces the server certificate on every listener (docs/configuration.md).
             let paths = material.serverPaths(for: file.tls.scenario)

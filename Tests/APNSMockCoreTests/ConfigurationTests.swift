@@ -16,6 +16,9 @@ private func fixture(_ name: String) throws -> String {
     #expect(configuration.server.port == 2197)
     #expect(configuration.server.maxConcurrentStreams == 1000)
     #expect(configuration.server.idleTimeout == 3600)
+    #expect(configuration.server.threads == nil)
+    #expect(configuration.server.shutdownGracePeriod == 10)
+    #expect(configuration.faultSeed == nil)
     #expect(configuration.admin.host == "127.0.0.1")
     #expect(configuration.admin.port == 2198)
     #expect(configuration.admin.token == nil)
@@ -54,6 +57,8 @@ private func fixture(_ name: String) throws -> String {
     #expect(configuration.server.maxConnections == 2000)
     #expect(configuration.server.requestTimeout == 10 && configuration.server.responseTimeout == 30)
     #expect(configuration.server.handshakeTimeout == 10)
+    #expect(configuration.server.threads == 2 && configuration.server.shutdownGracePeriod == 10)
+    #expect(configuration.faultSeed == 42)
     #expect(configuration.admin.maxConnections == 256 && configuration.admin.idleTimeout == 60)
     #expect(configuration.admin.requestTimeout == 10 && configuration.admin.responseTimeout == 30)
     #expect(configuration.teams.map(\.teamId) == ["DEMOTEAM01", "OTHERTEAM1"])
@@ -136,6 +141,9 @@ let configurationErrorRows: [ConfigurationErrorRow] = [
     ConfigurationErrorRow("server", .wrongType, "server: [1, 2]"),
     ConfigurationErrorRow("server.port", .invalidValue, "server: { port: 70000 }"),
     ConfigurationErrorRow("server.port", .invalidValue, "server: { port: -1 }"),
+    ConfigurationErrorRow("server.threads", .invalidValue, "server: { threads: 0 }"),
+    ConfigurationErrorRow("server.shutdownGracePeriod", .invalidValue, "server: { shutdownGracePeriod: -1 }"),
+    ConfigurationErrorRow("faultSeed", .invalidValue, "faultSeed: -1"),
     ConfigurationErrorRow("server.port", .wrongType, "server: { port: http }"),
     ConfigurationErrorRow("server.host", .invalidValue, "server: { host: '' }"),
     ConfigurationErrorRow("server.maxConcurrentStreams", .invalidValue, "server: { maxConcurrentStreams: 0 }"),

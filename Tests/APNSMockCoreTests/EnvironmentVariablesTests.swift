@@ -35,9 +35,9 @@ struct EnvironmentVariablesTests {
             "APNS_MOCK_BROADCAST_PRODUCTION_PORT": "3196", "APNS_MOCK_ENVIRONMENT": "production",
             "APNS_MOCK_TOPIC_POLICY": "any", "APNS_MOCK_TEAM_ID": "TEAMENV001", "APNS_MOCK_TOPICS": "com.a.app,com.b.app",
             "APNS_MOCK_KEY_ID": "KEYENV0001", "APNS_MOCK_KEY_PEM": Self.pem, "APNS_MOCK_DEVICE_POLICY": "registered",
-            "APNS_MOCK_DEVICE_TOKENS": "abab, cdcd", "APNS_MOCK_RECORDING_CAPACITY": "50",
+            "APNS_MOCK_DEVICE_TOKENS": "abab, cdcd", "APNS_MOCK_RECORDING_CAPACITY": "50", "APNS_MOCK_THREADS": "2",
             // The command's own: read by the command, accepted here.
-            "APNS_MOCK_CERTS": "/var/lib/apns-mock/certs", "APNS_MOCK_THREADS": "2",
+            "APNS_MOCK_CERTS": "/var/lib/apns-mock/certs",
         ])
         #expect(configuration.server.host == "0.0.0.0")
         #expect(configuration.server.port == 2197)
@@ -54,6 +54,7 @@ struct EnvironmentVariablesTests {
         #expect(configuration.devices.policy == .registered)
         #expect(configuration.devices.tokens.map(\.token) == ["abab", "cdcd"])
         #expect(configuration.recording.capacity == 50)
+        #expect(configuration.server.threads == 2)
         try configuration.checkListenerPorts()
     }
 

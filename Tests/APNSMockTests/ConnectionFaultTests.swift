@@ -128,7 +128,7 @@ struct ConnectionFaultTests {
     @Test func streamLimitFollowsRejectionsWhenConfigured() async throws {
         try await MockHarness.withRunningMock(configure: {
             H2Connections.configure(&$0)
-            $0.http2.shrinkStreamsAfterRejection = true
+            $0.shrinkStreamsAfterRejection = true
         }) { mock in
             let client = try await H2Connections.connect(mock)
             try await client.send(H2.request(stream: 1, token: "zz", body: Pushes.body))

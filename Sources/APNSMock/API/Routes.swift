@@ -61,7 +61,7 @@ struct Routes: Sendable {
             keys: tokenKeys, settings: configuration.validation, tokenUpdateInterval: configuration.tokenUpdateInterval,
             fallbackTopics: configuration.allowedTopics, narrowsTopics: configuration.allowedTopics != .any,
             clock: state.clock, tokens: state.tokens)
-        let policy = Policy(state: state, shrinksStreamsAfterRejection: configuration.http2.shrinkStreamsAfterRejection)
+        let policy = Policy(state: state, shrinksStreamsAfterRejection: configuration.shrinkStreamsAfterRejection)
         let recorder = Recorder(state: state, logger: logger)
         let device = DeviceAPI(configuration: configuration, authenticator: authenticator, policy: policy, recorder: recorder)
         let broadcast = BroadcastAPI(configuration: configuration, authenticator: authenticator, policy: policy, recorder: recorder)

@@ -15,9 +15,6 @@ public struct HTTP2Settings: Sendable, Equatable {
     /// that open many streams before reading the server's SETTINGS (h2load) need this raised, or
     /// their first streams are refused (RST_STREAM REFUSED_STREAM).
     public var streamsBeforeAuthentication: UInt32 = 1
-    /// After a rejected request the connection's limit drops to 1 and is raised again after the
-    /// next accepted one, as reported from production APNs (pushy #356/#486/#732). Off by default.
-    public var shrinkStreamsAfterRejection = false
 
     public init(maxConcurrentStreams: UInt32 = 1000) {
         self.maxConcurrentStreams = maxConcurrentStreams
