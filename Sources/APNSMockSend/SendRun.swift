@@ -1,13 +1,12 @@
 import APNSMock
-import Atomics
 import Foundation
 import Histogram
 import Logging
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOHPACK
 import NIOPosix
 import NIOSSL
+import Synchronization
 
 /// Signs the provider token and signs it again before it gets old, so that runs longer than
 /// an hour keep working (APNs refuses a token older than an hour; it refuses one renewed more
@@ -18,19 +17,19 @@ final class ProviderTokenSource: Sendable {
     private let pem: String
     private let teamID: String
     private let keyID: String
-    private let current: NIOLockedValueBox<(header: String, issuedAt: Int)>
+    private let current: Mutex<(header: String, issuedAt: Int)>
 
     init(pem: String, teamID: String, keyID: String, now: Int = Int(Date().timeIntervalSince1970)) throws {
         self.pem = pem
         self.teamID = teamID
         self.keyID = keyID
         let token = try ProviderTokenSigner.token(keyPEM: pem, teamID: teamID, keyID: keyID, issuedAt: now)
-        current = NIOLockedValueBox(("bearer " + token, now))
+        current = Mutex(("bearer " + token, now))
     }
 
     /// The `authorization` header value.
     func authorization() -> String {
-        current.withLockedValue { current in
+        current.withLock { current in
             let now = Int(Date().timeIntervalSince1970)
             if now - current.issuedAt >= Self.renewalAge,
                let token = try? ProviderTokenSigner.token(keyPEM: pem, teamID: teamID, keyID: keyID, issuedAt: now) {
@@ -72,11 +71,11 @@ struct PushFactory: Sendable {
 /// taken.
 final class SendBudget: Sendable {
     let total: Int
-    private let taken = ManagedAtomic<Int>(0)
+    private let taken = Atomic<Int>(0)
     /// Pushes answered or given up on.
-    let finished = ManagedAtomic<Int>(0)
+    let finished = Atomic<Int>(0)
     /// Set when the run gave up waiting (`--timeout`): nothing more is sent.
-    let timedOut = ManagedAtomic<Bool>(false)
+    let timedOut = Atomic<Bool>(false)
 
     init(total: Int) {
         self.total = total
@@ -84,7 +83,7 @@ final class SendBudget: Sendable {
 
     func take() -> Int? {
         guard !timedOut.load(ordering: .relaxed) else { return nil }
-        let index = taken.loadThenWrappingIncrement(ordering: .relaxed)
+        let index = taken.wrappingAdd(1, ordering: .relaxed).oldValue
         return index < total ? index : nil
     }
 
@@ -222,7 +221,7 @@ final class Lane {
         }
         let elapsed = (NIODeadline.now() - started).nanoseconds / 1000
         tally.record(item.index, outcome, microseconds: UInt64(max(0, elapsed)), keep: keepDetails)
-        budget.finished.wrappingIncrement(ordering: .relaxed)
+        budget.finished.wrappingAdd(1, ordering: .relaxed)
     }
 }
 
@@ -252,7 +251,7 @@ enum SendRunner {
     static func run(_ job: SendJob, logger: Logger) async throws -> SendResult {
         let budget = SendBudget(total: job.count)
         let group = MultiThreadedEventLoopGroup.singleton
-        let live = NIOLockedValueBox<[ObjectIdentifier: ProviderConnection]>([:])
+        let live = LiveConnections()
         let clock = ContinuousClock()
         let start = clock.now
 
@@ -277,7 +276,7 @@ enum SendRunner {
                 }
             } catch {
                 budget.timedOut.store(true, ordering: .relaxed)
-                for connection in live.withLockedValue({ Array($0.values) }) { connection.close() }
+                live.closeAll()
                 tasks.cancelAll()
                 throw error
             }
@@ -296,7 +295,7 @@ enum SendRunner {
     /// gives up after three connections in a row that got nothing answered.
     private static func runLane(
         _ job: SendJob, slots: Int, budget: SendBudget, group: any EventLoopGroup,
-        live: NIOLockedValueBox<[ObjectIdentifier: ProviderConnection]>, logger: Logger
+        live: LiveConnections, logger: Logger
     ) async throws -> SendTally {
         var tally = SendTally()
         var retries: [Retry] = []
@@ -313,14 +312,14 @@ enum SendRunner {
             }
             first = false
             logger.debug("connected to \(job.target.dialDescription)")
-            live.withLockedValue { $0[ObjectIdentifier(connection)] = connection }
+            live.add(connection)
             let keep = job.keepDetails
             let carried = retries
             let (part, left) = try await connection.eventLoop.flatSubmit {
                 Lane(connection: connection, budget: budget, factory: job.factory, slots: slots, retries: carried, keepDetails: keep).run()
             }.get()
             connection.close()
-            live.withLockedValue { _ = $0.removeValue(forKey: ObjectIdentifier(connection)) }
+            live.remove(connection)
             let answered = part.answered
             tally.add(part)
             retries = left
@@ -333,7 +332,7 @@ enum SendRunner {
         for retry in retries {
             let failure = retry.failure ?? PushFailure(kind: .other, description: "not sent")
             tally.record(retry.index, .failed(failure), microseconds: 0, keep: job.keepDetails)
-            budget.finished.wrappingIncrement(ordering: .relaxed)
+            budget.finished.wrappingAdd(1, ordering: .relaxed)
         }
         return tally
     }
@@ -341,7 +340,7 @@ enum SendRunner {
     /// Every 100 ms: redraws the progress bar and gives up when nothing was answered for
     /// `timeout` (closing the connections ends the pushes in flight).
     private static func monitor(
-        budget: SendBudget, timeout: TimeAmount, progress: Bool, live: NIOLockedValueBox<[ObjectIdentifier: ProviderConnection]>
+        budget: SendBudget, timeout: TimeAmount, progress: Bool, live: LiveConnections
     ) async {
         let clock = ContinuousClock()
         let start = clock.now
@@ -358,7 +357,7 @@ enum SendRunner {
                 lastChange = now
             } else if now - lastChange >= limit, !budget.timedOut.load(ordering: .relaxed) {
                 budget.timedOut.store(true, ordering: .relaxed)
-                for connection in live.withLockedValue({ Array($0.values) }) { connection.close() }
+                live.closeAll()
             }
             if progress {
                 Progress.draw(done: finished, total: budget.total, elapsed: now - start)
@@ -384,5 +383,22 @@ enum Progress {
 
     static func clear() {
         FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8))
+    }
+}
+
+/// The run's open connections, so that a timeout or a failure can close them all.
+final class LiveConnections: Sendable {
+    private let connections = Mutex<[ObjectIdentifier: ProviderConnection]>([:])
+
+    func add(_ connection: ProviderConnection) {
+        connections.withLock { $0[ObjectIdentifier(connection)] = connection }
+    }
+
+    func remove(_ connection: ProviderConnection) {
+        connections.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(connection)) }
+    }
+
+    func closeAll() {
+        for connection in connections.withLock({ Array($0.values) }) { connection.close() }
     }
 }

@@ -1,5 +1,4 @@
 import APNSMockCore
-import Atomics
 import CoreMetrics
 import Prometheus
 import Synchronization
@@ -15,10 +14,10 @@ import Synchronization
 /// ``latencySampleInterval`` per connection rather than every request.
 final class RequestStatistics: Sendable {
     /// Index 0: accepted (200); 1...: `Reason.allCases`; then the fault actions.
-    private let counts: [ManagedAtomic<Int>]
+    private let counts: [RelaxedCounter]
     /// Broadcast-side requests by kind (``RecordKind``: device pushes are the other counters'
     /// total, counted here at scrape time), and their Prometheus counters.
-    private let kindCounts: [ManagedAtomic<Int>]
+    private let kindCounts: [RelaxedCounter]
     private let kindCounters: [CoreMetrics.Counter]
     private let exportedKindCounts: Mutex<[Int]>
     private let counters: [CoreMetrics.Counter]
@@ -30,7 +29,7 @@ final class RequestStatistics: Sendable {
     private let exportedCounts: Mutex<[Int]>
     let latency: CoreMetrics.Timer
     /// Streams refused (RST_STREAM REFUSED_STREAM) by cause, and their Prometheus counters.
-    private let refusedCounts: [ManagedAtomic<Int>]
+    private let refusedCounts: [RelaxedCounter]
     private let refusedCounters: [CoreMetrics.Counter]
     private let exportedRefused: Mutex<[Int]>
     let started = ContinuousClock.now
@@ -59,12 +58,12 @@ final class RequestStatistics: Sendable {
                 factory: factory))
         }
         self.counters = counters
-        self.counts = counters.map { _ in ManagedAtomic(0) }
+        self.counts = counters.map { _ in RelaxedCounter() }
         self.exportedCounts = Mutex(counters.map { _ in 0 })
         kindCounters = RecordKind.allCases.map {
             CoreMetrics.Counter(label: "apns_requests_by_kind_total", dimensions: [("kind", $0.rawValue)], factory: factory)
         }
-        kindCounts = RecordKind.allCases.map { _ in ManagedAtomic(0) }
+        kindCounts = RecordKind.allCases.map { _ in RelaxedCounter() }
         exportedKindCounts = Mutex(RecordKind.allCases.map { _ in 0 })
         openConnectionsGauge = CoreMetrics.Gauge(label: "apns_open_connections", factory: factory)
         evictionsCounter = CoreMetrics.Counter(label: "apns_recording_evictions_total", factory: factory)
@@ -72,18 +71,18 @@ final class RequestStatistics: Sendable {
         refusedCounters = RefusedStreamCause.allCases.map {
             CoreMetrics.Counter(label: "apns_refused_streams_total", dimensions: [("cause", $0.metricLabel)], factory: factory)
         }
-        refusedCounts = RefusedStreamCause.allCases.map { _ in ManagedAtomic(0) }
+        refusedCounts = RefusedStreamCause.allCases.map { _ in RelaxedCounter() }
         exportedRefused = Mutex(RefusedStreamCause.allCases.map { _ in 0 })
     }
 
     /// One stream refused: a relaxed atomic add.
     func countRefused(_ cause: RefusedStreamCause) {
-        refusedCounts[cause.index].wrappingIncrement(ordering: .relaxed)
+        refusedCounts[cause.index].increment()
     }
 
     var refusedStreams: Statistics.RefusedStreams {
-        let before = refusedCounts[RefusedStreamCause.beforeAuthentication.index].load(ordering: .relaxed)
-        let over = refusedCounts[RefusedStreamCause.overLimit.index].load(ordering: .relaxed)
+        let before = refusedCounts[RefusedStreamCause.beforeAuthentication.index].value
+        let over = refusedCounts[RefusedStreamCause.overLimit.index].value
         return Statistics.RefusedStreams(total: before + over, beforeAuthentication: before, overLimit: over)
     }
 
@@ -96,16 +95,16 @@ final class RequestStatistics: Sendable {
     /// One relaxed atomic add; the Prometheus counters catch up when `/metrics` is read.
     func count(status: Int?, rejection: Rejection?, action: FaultRule.Action.Name?) {
         let index = Self.index(status: status, rejection: rejection, action: action)
-        counts[index].wrappingIncrement(ordering: .relaxed)
+        counts[index].increment()
     }
 
     /// Counts a broadcast or channel-management request by its kind (besides ``count(status:rejection:action:)``).
     func count(kind: RecordKind) {
-        kindCounts[RecordKind.allCases.firstIndex(of: kind)!].wrappingIncrement(ordering: .relaxed)
+        kindCounts[RecordKind.allCases.firstIndex(of: kind)!].increment()
     }
 
     func snapshot(openConnections: Int, totalConnections: UInt64, records: RecordStore) -> Statistics {
-        let values = counts.map { $0.load(ordering: .relaxed) }
+        let values = counts.map(\.value)
         var byStatus: [String: Int] = [:]
         var byReason: [String: Int] = [:]
         var byAction: [String: Int] = [:]
@@ -145,10 +144,10 @@ final class RequestStatistics: Sendable {
 
     /// Brings each Prometheus counter up to its atomic count, adding what it gained since the last
     /// export.
-    private static func export(_ counts: [ManagedAtomic<Int>], to counters: [CoreMetrics.Counter], exported: borrowing Mutex<[Int]>) {
+    private static func export(_ counts: [RelaxedCounter], to counters: [CoreMetrics.Counter], exported: borrowing Mutex<[Int]>) {
         exported.withLock { exported in
             for index in counts.indices {
-                let value = counts[index].load(ordering: .relaxed)
+                let value = counts[index].value
                 if value > exported[index] {
                     counters[index].increment(by: Int64(value - exported[index]))
                     exported[index] = value
@@ -162,12 +161,12 @@ final class RequestStatistics: Sendable {
     func prometheusText(openConnections: Int, evictions: UInt64) -> String {
         Self.export(counts, to: counters, exported: exportedCounts)
         exportedKindCounts.withLock { exported in
-            let total = counts.reduce(0) { $0 + $1.load(ordering: .relaxed) }
+            let total = counts.reduce(0) { $0 + $1.value }
             let values = RecordKind.allCases.indices.map { index -> Int in
                 // Device pushes are every request that is not of another kind.
                 RecordKind.allCases[index] == .device
-                    ? total - kindCounts.reduce(0) { $0 + $1.load(ordering: .relaxed) }
-                    : kindCounts[index].load(ordering: .relaxed)
+                    ? total - kindCounts.reduce(0) { $0 + $1.value }
+                    : kindCounts[index].value
             }
             for index in values.indices where values[index] > exported[index] {
                 kindCounters[index].increment(by: Int64(values[index] - exported[index]))
@@ -197,4 +196,16 @@ final class RequestStatistics: Sendable {
         let (seconds, attoseconds) = duration.components
         return Double(seconds) + Double(attoseconds) * 1e-18
     }
+}
+
+/// One count updated from every event loop: a relaxed atomic add. Synchronization's `Atomic` cannot
+/// be an array element, so each lives in an object of its own.
+final class RelaxedCounter: Sendable {
+    private let count = Atomic<Int>(0)
+
+    func increment() {
+        count.wrappingAdd(1, ordering: .relaxed)
+    }
+
+    var value: Int { count.load(ordering: .relaxed) }
 }

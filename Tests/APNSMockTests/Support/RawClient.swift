@@ -1,8 +1,8 @@
 import Foundation
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import NIOSSL
+import Synchronization
 
 /// A client that sends exactly the bytes a test gives it, over plain TCP or over TLS (swift-nio-ssl,
 /// an implementation independent of the server's OpenSSL), and collects every byte it receives.
@@ -128,10 +128,10 @@ private final class Collector: Sendable {
         var nextWaiter: UInt64 = 0
     }
 
-    private let state = NIOLockedValueBox(State())
+    private let state = Mutex(State())
 
     var snapshot: (received: [UInt8], closed: Bool, error: String?) {
-        state.withLockedValue { ($0.snapshot.received, $0.snapshot.closed, $0.snapshot.error) }
+        state.withLock { ($0.snapshot.received, $0.snapshot.closed, $0.snapshot.error) }
     }
 
     func append(_ buffer: ByteBuffer) {
@@ -151,7 +151,7 @@ private final class Collector: Sendable {
     }
 
     private func change(_ update: (inout Snapshot) -> Void) {
-        let woken = state.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
+        let woken = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             update(&state.snapshot)
             defer { state.waiters.removeAll() }
             return Array(state.waiters.values)
@@ -163,7 +163,7 @@ private final class Collector: Sendable {
     func wait(timeout: TimeAmount, until done: @escaping @Sendable (Snapshot) -> Bool) async {
         let deadline = ContinuousClock.now + .nanoseconds(timeout.nanoseconds)
         while ContinuousClock.now < deadline {
-            let id = state.withLockedValue { state -> UInt64 in
+            let id = state.withLock { state -> UInt64 in
                 state.nextWaiter += 1
                 return state.nextWaiter
             }
@@ -172,7 +172,7 @@ private final class Collector: Sendable {
                 self?.wake(id)
             }
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let satisfied = state.withLockedValue { state -> Bool in
+                let satisfied = state.withLock { state -> Bool in
                     if done(state.snapshot) { return true }
                     state.waiters[id] = continuation
                     return false
@@ -180,12 +180,12 @@ private final class Collector: Sendable {
                 if satisfied { continuation.resume() }
             }
             timer.cancel()
-            if done(state.withLockedValue { $0.snapshot }) { return }
+            if done(state.withLock { $0.snapshot }) { return }
         }
     }
 
     private func wake(_ id: UInt64) {
-        state.withLockedValue { $0.waiters.removeValue(forKey: id) }?.resume()
+        state.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
     }
 }
 

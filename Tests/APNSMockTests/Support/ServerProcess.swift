@@ -3,8 +3,8 @@ import APNSMockCore
 import APNSMockTesting
 import Foundation
 import Logging
-import NIOConcurrencyHelpers
 import Subprocess
+import Synchronization
 import SystemPackage
 
 #if canImport(Glibc)
@@ -176,9 +176,9 @@ enum ProcessStatus {
 /// A log handler that keeps every message, for tests that check what the mock logged.
 struct CapturingLogHandler: LogHandler {
     final class Store: Sendable {
-        private let lines = NIOLockedValueBox<[String]>([])
-        var all: [String] { lines.withLockedValue { $0 } }
-        func append(_ line: String) { lines.withLockedValue { $0.append(line) } }
+        private let lines = Mutex<[String]>([])
+        var all: [String] { lines.withLock { $0 } }
+        func append(_ line: String) { lines.withLock { $0.append(line) } }
         func contains(_ text: String) -> Bool { all.contains { $0.contains(text) } }
     }
 
