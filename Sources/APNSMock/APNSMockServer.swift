@@ -5,39 +5,68 @@ import NIOCore
 import NIOExtras
 import NIOPosix
 import ServiceLifecycle
-import Synchronization
 
-/// The APNs listener as a swift-service-lifecycle `Service`.
+/// The mock: every listener it is configured with and the admin listener, built from the runtime
+/// settings and run as peer services of a swift-service-lifecycle `ServiceGroup`.
 ///
-/// `run()` binds, serves until graceful shutdown is requested (SIGINT/SIGTERM through a
-/// `ServiceGroup`), then stops accepting, sends every connection GOAWAY `{"reason":"Shutdown"}`,
-/// lets in-flight requests finish, and returns. Tests use ``start()`` and
-/// ``RunningAPNSListener/shutdown()`` directly.
-public struct APNSMockServer: Service {
+/// `apns-mock serve` puts ``services()`` into its own group, with SIGTERM and SIGINT as graceful
+/// shutdown signals. In-process users (tests, ``MockHarness``) call ``start()``, which runs the same
+/// services in a group of their own and returns once every listener is bound;
+/// ``RunningAPNSListener/shutdown()`` stops it the same way a signal does.
+public struct APNSMockServer: Sendable {
     public let configuration: ServerConfiguration
     public let logger: Logger
-    private let onListening: (@Sendable (RunningAPNSListener) -> Void)?
+    private let onListening: (@Sendable (ListenerPorts) -> Void)?
 
+    /// `onListening` is called once, when every listener is bound, with the bound ports.
     public init(
         configuration: ServerConfiguration, logger: Logger,
-        onListening: (@Sendable (RunningAPNSListener) -> Void)? = nil
+        onListening: (@Sendable (ListenerPorts) -> Void)? = nil
     ) {
         self.configuration = configuration
         self.logger = logger
         self.onListening = onListening
     }
 
-    public func run() async throws {
-        let listener = try await start()
-        onListening?(listener)
-        // Returns on graceful shutdown; throws CancellationError if the task is cancelled, in
-        // which case the drain below still runs.
-        try? await gracefulShutdown()
-        await listener.shutdown()
+    /// The mock's services, in the order a service group should list them (it stops them in
+    /// reverse): the event loops, each TLS listener, the proxy when configured, the admin
+    /// listener. Any of them ending (a listener that cannot bind throws) shuts the group down
+    /// gracefully. Reads the certificate and key files, and throws on a bad one.
+    public func services() throws -> [ServiceGroupConfiguration.ServiceConfiguration] {
+        try assemble().services.map {
+            .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)
+        }
     }
 
-    /// Binds the listener and starts serving.
+    /// Runs the services in a service group of their own and returns once every listener is
+    /// bound; throws what stopped one from binding.
     public func start() async throws -> RunningAPNSListener {
+        let assembly = try assemble()
+        let group = ServiceGroup(
+            configuration: .init(
+                services: assembly.services.map {
+                    .init(
+                        service: $0, successTerminationBehavior: .gracefullyShutdownGroup,
+                        failureTerminationBehavior: .gracefullyShutdownGroup)
+                },
+                logger: logger))
+        let task = Task { try await group.run() }
+        guard await assembly.board.waitForAll() else {
+            // A listener could not bind: the group shuts the others down and throws its error.
+            try await task.value
+            throw CancellationError()
+        }
+        return RunningAPNSListener(board: assembly.board, state: assembly.state, services: group, task: task, logger: logger)
+    }
+
+    /// What one run of the mock is made of.
+    private struct Assembly {
+        let board: ListenerBoard
+        let state: MockState
+        let services: [any Service]
+    }
+
+    private func assemble() throws -> Assembly {
         let tlsContext = try TLSContext(
             certificateChainPath: configuration.certificatePath,
             privateKeyPath: configuration.privateKeyPath,
@@ -45,78 +74,32 @@ public struct APNSMockServer: Service {
         let tokenKeys = try TokenKeys.load(configuration.teams)
         let state = MockState(configuration: configuration)
         let routes = Routes(configuration: configuration, tokenKeys: tokenKeys, state: state, logger: logger)
+        let tlsListeners = ListenerAddress.tlsListeners(of: configuration)
+        let proxy = configuration.proxy.port.map { ListenerAddress(kind: .proxy, host: configuration.proxy.host, port: $0) }
+        let board = ListenerBoard(
+            expected: tlsListeners + (proxy.map { [$0] } ?? []), gracePeriod: configuration.shutdownGracePeriod,
+            onListening: onListening)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.threads))
-        // One quiescing helper per listener: a helper follows a single server channel (the first
-        // that registers), so a shared one would leave the others' connections without GOAWAY.
-        var quiescers: [ServerQuiescingHelper] = []
-        var bound: [ListenerAddress] = []
-        var channels: [any Channel] = []
-        /// After a failed bind: the listeners bound so far close, and their quiescing helpers go,
-        /// while the event loops still run (a helper's deinit completes a promise on one of them).
-        func abandon() async {
-            for channel in channels {
-                try? await channel.close()
-            }
-            quiescers.removeAll()
-            try? await group.shutdownGracefully()
+        var services: [any Service] = [EventLoopService(group: group)]
+        for (index, address) in tlsListeners.enumerated() {
+            services.append(TLSListenerService(
+                index: index, address: address, routes: routes.serving(address.role), tlsContext: tlsContext,
+                group: group, configuration: configuration, board: board, logger: logger))
         }
-        do {
-            for address in ListenerAddress.tlsListeners(of: configuration) {
-                let quiesce = ServerQuiescingHelper(group: group)
-                quiescers.append(quiesce)
-                let channel = try await Self.bindTLSListener(
-                    address, routes: routes.serving(address.role), tlsContext: tlsContext,
-                    group: group, quiesce: quiesce, configuration: configuration, logger: logger)
-                channels.append(channel)
-                var listening = address
-                listening.port = channel.localAddress?.port ?? address.port
-                bound.append(listening)
-                logger.info(
-                    address.role == .apns ? "APNs listener up" : "channel-management listener up",
-                    metadata: [
-                        "listener": "\(address.name)", "host": "\(address.host)", "port": "\(listening.port)",
-                        "threads": "\(configuration.threads)",
-                    ])
-            }
-        } catch {
-            await abandon()
-            throw error
+        if let proxy {
+            services.append(ProxyListenerService(
+                index: tlsListeners.count, settings: configuration.proxy, port: proxy.port, group: group,
+                memory: state.memory, board: board, logger: logger))
         }
-        if let proxyPort = configuration.proxy.port {
-            // The CONNECT proxy tunnels into the listeners just bound.
-            let destinations = ProxyDestinations(bound)
-            do {
-                let channel = try await ConnectProxy.bind(
-                    settings: configuration.proxy, port: proxyPort, group: group, memory: state.memory,
-                    destination: { destinations.address(of: $0) }, logger: logger)
-                channels.append(channel)
-                bound.append(ListenerAddress(kind: .proxy, host: configuration.proxy.host, port: channel.localAddress?.port ?? proxyPort))
-                logger.info("proxy listener up", metadata: ["host": "\(configuration.proxy.host)", "port": "\(bound.last!.port)"])
-            } catch {
-                await abandon()
-                throw error
-            }
-        }
-        let listener = RunningAPNSListener(
-            listeners: bound, group: group, quiescers: quiescers, connections: state.connections,
-            gracePeriod: configuration.shutdownGracePeriod, logger: logger,
-            proxy: configuration.proxy.port == nil ? nil : channels.last)
-        // The admin listener starts once the APNs one is bound, so /healthz never answers 200
-        // before requests can be sent.
         let api = AdminAPI(
             state: state, validator: routes.validator,
             knownApps: configuration.allowedTopics == .any ? nil : Set(configuration.teams.flatMap(\.apps)),
             maxConcurrentStreams: Int(configuration.http2.maxConcurrentStreams),
             token: configuration.admin.token,
             caCertificatePEM: Self.caCertificatePEM(configuration),
-            health: { [weak listener] in listener?.health ?? .stopping(nil) })
-        do {
-            listener.admin = try await AdminServer.start(api: api, settings: configuration.admin, logger: logger)
-        } catch {
-            await listener.shutdown()
-            throw error
-        }
-        return listener
+            health: { [board] in board.health })
+        services.append(AdminListenerService(api: api, settings: configuration.admin, board: board, logger: logger))
+        return Assembly(board: board, state: state, services: services)
     }
 }
 
@@ -228,115 +211,57 @@ struct ProxyDestinations: Sendable {
     }
 }
 
-/// A bound, serving APNs listener.
+/// A running mock started in-process by ``APNSMockServer/start()``: every listener bound.
 public final class RunningAPNSListener: Sendable {
-    /// The TLS listeners as bound (ports chosen where port 0 was configured), in start order.
-    public let listeners: [ListenerAddress]
-    private let group: MultiThreadedEventLoopGroup
-    /// One per TLS listener. Released before the event loops are (see ``shutdown()``): a helper's
-    /// deinit completes a promise on one of them, which must still be running.
-    private let quiescers: Mutex<[ServerQuiescingHelper]>
-    private let connections: ConnectionRegistry
-    private let gracePeriod: TimeAmount
+    private let board: ListenerBoard
+    private let state: MockState
+    private let services: ServiceGroup
+    private let task: Task<Void, any Error>
     private let logger: Logger
-    private let stopped = Mutex(false)
-    private let adminServer = Mutex<AdminServer?>(nil)
-    /// The CONNECT proxy's listening channel, when one is configured: closed first on shutdown.
-    private let proxy: (any Channel)?
 
-    /// The admin listener, set once by ``APNSMockServer/start()``.
-    var admin: AdminServer? {
-        get { adminServer.withLock { $0 } }
-        set { adminServer.withLock { $0 = newValue } }
-    }
-
-    /// The APNs listener's port (the chosen one when configured with port 0).
-    public var port: Int { port(of: .apns) }
-    /// The APNs listener's additional ports (`server.additionalPorts`), as bound.
-    public var additionalPorts: [Int] { listeners.filter { $0.kind == .apnsAdditional }.map(\.port) }
-    /// The channel-management listeners' ports, sandbox and production.
-    public var broadcastSandboxPort: Int { port(of: .channelManagement(.sandbox)) }
-    public var broadcastProductionPort: Int { port(of: .channelManagement(.production)) }
-
-    private func port(of kind: ListenerAddress.Kind) -> Int {
-        listeners.first { $0.kind == kind }?.port ?? 0
-    }
-
-    /// The admin listener's port (the chosen one when configured with port 0).
-    public var adminPort: Int { admin?.port ?? 0 }
-
-    /// Every bound port by listener, as `GET /v1/health` and the listening line show them.
-    public var ports: ListenerPorts {
-        ListenerPorts(
-            apns: port, apnsAdditional: additionalPorts, broadcastSandbox: broadcastSandboxPort,
-            broadcastProduction: broadcastProductionPort, admin: admin?.port,
-            proxy: listeners.first { $0.kind == .proxy }?.port)
-    }
-
-    /// False once ``shutdown()`` began.
-    var isServing: Bool { !stopped.withLock { $0 } }
-
-    /// What `GET /v1/health` reports: every listener bound (the admin listener's port is known
-    /// once ``APNSMockServer/start()`` has it), or shutting down.
-    var health: ListenerHealth {
-        let ports = self.ports
-        guard isServing else { return .stopping(ports) }
-        return ports.admin == nil ? .starting(ports) : .ok(ports)
-    }
-
-    init(
-        listeners: [ListenerAddress], group: MultiThreadedEventLoopGroup, quiescers: [ServerQuiescingHelper],
-        connections: ConnectionRegistry, gracePeriod: TimeAmount, logger: Logger, proxy: (any Channel)? = nil
-    ) {
-        self.proxy = proxy
-        self.listeners = listeners
-        self.group = group
-        self.quiescers = Mutex(quiescers)
-        self.connections = connections
-        self.gracePeriod = gracePeriod
+    init(board: ListenerBoard, state: MockState, services: ServiceGroup, task: Task<Void, any Error>, logger: Logger) {
+        self.board = board
+        self.state = state
+        self.services = services
+        self.task = task
         self.logger = logger
     }
 
-    /// Connections currently open.
-    public var openConnections: Int { connections.open }
-    /// Connections accepted since start.
-    public var totalConnections: UInt64 { connections.total }
+    /// The TLS and proxy listeners as bound (ports chosen where port 0 was configured), in start
+    /// order.
+    public var listeners: [ListenerAddress] { board.listeners }
 
-    /// Stops accepting, sends GOAWAY `{"reason":"Shutdown"}` on every connection, waits up to the
-    /// grace period for in-flight requests, then releases the event loops. Safe to call twice.
+    /// The APNs listener's port (the chosen one when configured with port 0).
+    public var port: Int { ports.apns }
+    /// The APNs listener's additional ports (`server.additionalPorts`), as bound.
+    public var additionalPorts: [Int] { ports.apnsAdditional }
+    /// The channel-management listeners' ports, sandbox and production.
+    public var broadcastSandboxPort: Int { ports.broadcastSandbox }
+    public var broadcastProductionPort: Int { ports.broadcastProduction }
+    /// The admin listener's port (the chosen one when configured with port 0).
+    public var adminPort: Int { ports.admin ?? 0 }
+
+    /// Every bound port by listener, as `GET /v1/health` and the listening line show them.
+    public var ports: ListenerPorts { board.ports }
+
+    /// What `GET /v1/health` reports.
+    var health: ListenerHealth { board.health }
+
+    /// The recorded requests.
+    var records: RecordStore { state.records }
+
+    /// Connections currently open.
+    public var openConnections: Int { state.connections.open }
+    /// Connections accepted since start.
+    public var totalConnections: UInt64 { state.connections.total }
+
+    /// Stops as SIGTERM stops `serve`: the admin listener (waiters and event streams answer first),
+    /// the proxy, then every TLS listener stops accepting and sends GOAWAY `{"reason":"Shutdown"}`,
+    /// in-flight requests get up to the grace period, and the event loops stop. Safe to call twice.
     public func shutdown() async {
-        let alreadyStopped = stopped.withLock { stopped in
-            defer { stopped = true }
-            return stopped
-        }
-        guard !alreadyStopped else { return }
-        await admin?.shutdown()
-        // No new tunnels; open ones end with the connections they carry.
-        try? await proxy?.close()
-        logger.info("shutting down: GOAWAY to \(connections.open) connection(s)")
-        // Everything here lives on one event loop, so that no callback hops to another loop that
-        // may already have stopped when the group shuts down.
-        let loop = group.next()
-        var quiescers = self.quiescers.withLock { quiescers in
-            defer { quiescers = [] }
-            return quiescers
-        }
-        let drained = quiescers.map { quiesce in
-            let listenerDrained = loop.makePromise(of: Void.self)
-            quiesce.initiateShutdown(promise: listenerDrained)
-            return listenerDrained.futureResult
-        }
-        let outcome = loop.makePromise(of: Bool.self)
-        let deadline = loop.scheduleTask(in: gracePeriod) { outcome.succeed(false) }
-        EventLoopFuture.andAllComplete(drained, on: loop).whenComplete { _ in outcome.succeed(true) }
-        let inTime = (try? await outcome.futureResult.get()) ?? false
-        deadline.cancel()
-        if !inTime {
-            logger.warning("grace period over; closing the remaining connections")
-        }
-        quiescers.removeAll()  // their deinits need the event loops; they stop below
-        try? await group.shutdownGracefully()
-        logger.info("APNs listener stopped")
+        board.stopping()
+        await services.triggerGracefulShutdown()
+        _ = await task.result
+        logger.info("apns-mock stopped")
     }
 }
-

@@ -177,16 +177,18 @@ struct Serve: AsyncParsableCommand {
             }
         }
         let environmentName = server.environment
-        let apns = APNSMockServer(configuration: server, logger: logger) { listener in
-            Console.line(ListeningLine.text(listener.ports))
-            Banner.print(material: material, demo: demo, port: listener.port, environment: environmentName)
+        let apns = APNSMockServer(configuration: server, logger: logger) { ports in
+            Console.line(ListeningLine.text(ports))
+            Banner.print(material: material, demo: demo, port: ports.apns, environment: environmentName)
         }
-        let group = ServiceGroup(
-            configuration: .init(
-                services: [.init(service: apns)],
-                gracefulShutdownSignals: [.sigterm, .sigint],
-                logger: logger))
         do {
+            // Every listener and the admin listener are peers in this group (docs/architecture.md,
+            // "Lifecycle"); a signal stops them in reverse order.
+            let group = ServiceGroup(
+                configuration: .init(
+                    services: try apns.services(),
+                    gracefulShutdownSignals: [.sigterm, .sigint],
+                    logger: logger))
             try await group.run()
         } catch {
             // A listener that cannot bind, most often: said once, with what to do about it.

@@ -2,13 +2,72 @@ import APNSMock
 import APNSMockCore
 import APNSMockTesting
 import Foundation
+import Logging
 import NIOCore
+import ServiceLifecycle
 import Testing
 
 @Suite("Connection lifecycle: idle timeout, graceful shutdown", .timeLimit(.minutes(2)))
 struct LifecycleTests {
     static let token = String(repeating: "ab", count: 32)
     static let body = Array(#"{"aps":{"alert":"hello"}}"#.utf8)
+
+    /// The listeners start as peers: one that cannot bind ends the start with its error, naming
+    /// the setting, and the listeners that did bind are closed again.
+    @Test func aListenerThatCannotBindStopsTheOthers() async throws {
+        let taken = try RefusingPort()
+        // A port that was free a moment ago, for the APNs listener.
+        let apnsPort = try RefusingPort().port
+        do {
+            _ = try await MockHarness.withRunningMock(configure: {
+                $0.port = apnsPort
+                $0.broadcast.sandboxPort = taken.port
+            }) { _ in Issue.record("started with broadcast.sandboxPort taken") }
+        } catch let error as ListenerBindError {
+            #expect(error.setting == "broadcast.sandboxPort" && error.port == taken.port, "\(error)")
+        }
+        await #expect(throws: (any Error).self, "the APNs listener still accepts") {
+            _ = try await RawClient.connect(port: apnsPort, security: .plaintext)
+        }
+        withExtendedLifetime(taken) {}
+    }
+
+    /// `serve`'s way: the mock's services in the caller's service group, stopped by its graceful
+    /// shutdown (as SIGTERM does), with every listener named in the listening callback.
+    @Test func theServicesRunInTheCallersServiceGroup() async throws {
+        var configuration = ServerConfiguration()
+        let material = try MockHarness.sharedCertificates()
+        configuration.port = 0
+        configuration.admin.port = 0
+        configuration.broadcast.sandboxPort = 0
+        configuration.broadcast.productionPort = 0
+        configuration.proxy.port = 0
+        configuration.threads = 1
+        configuration.certificatePath = material.serverCertificatePath
+        configuration.privateKeyPath = material.serverKeyPath
+        configuration.clientCAPath = material.caPath
+        configuration.teams = [try MockHarness.demoTeam()]
+        let (announcements, announce) = AsyncStream.makeStream(of: ListenerPorts.self)
+        let server = APNSMockServer(
+            configuration: configuration, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }),
+            onListening: { announce.yield($0) })
+        let group = ServiceGroup(configuration: .init(services: try server.services(), logger: Logger(label: "test")))
+        let running = Task { try await group.run() }
+        var iterator = announcements.makeAsyncIterator()
+        let ports = try #require(await iterator.next())
+        #expect(ports.apns != 0 && ports.broadcastSandbox != 0 && ports.broadcastProduction != 0)
+        let adminPort = try #require(ports.admin)
+        #expect(ports.proxy != nil)
+        let health = try await AdminClient(baseURL: "http://127.0.0.1:\(adminPort)").health()
+        #expect(health.status == "ok")
+        await group.triggerGracefulShutdown()
+        try await running.value
+        for port in [ports.apns, ports.broadcastSandbox, adminPort, ports.proxy ?? 0] {
+            await #expect(throws: (any Error).self, "port \(port) still accepts") {
+                _ = try await RawClient.connect(port: port, security: .plaintext)
+            }
+        }
+    }
 
     @Test func idleConnectionGetsGoAwayIdleTimeout() async throws {
         try await MockHarness.withRunningMock(configure: { $0.idleTimeout = .milliseconds(500) }) { mock in

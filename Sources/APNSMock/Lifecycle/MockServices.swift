@@ -1,0 +1,174 @@
+import APNSMockCore
+import Hummingbird
+import HummingbirdCore
+import Logging
+import NIOCore
+import NIOExtras
+import NIOPosix
+import ServiceLifecycle
+
+// The running mock as peer services of one service group (docs/architecture.md, "Lifecycle"):
+// the event loops, each TLS listener, the CONNECT proxy and the admin listener. A service group
+// shuts its services down in reverse order, one after the other, so the order they are listed in
+// (``APNSMockServer/services()``) is the order they stop in, reversed: the admin listener first
+// (waiters and event streams answer), then the proxy, then each TLS listener (GOAWAY, drain within
+// one grace period shared by all), and the event loops last.
+
+/// The event loops every listener runs on: shut down last, once every listener has stopped.
+struct EventLoopService: Service {
+    let group: MultiThreadedEventLoopGroup
+
+    func run() async throws {
+        // Returns on graceful shutdown; throws CancellationError when cancelled: either way the
+        // loops stop (closing any connection still open).
+        try? await gracefulShutdown()
+        try? await group.shutdownGracefully()
+    }
+}
+
+/// One TLS listener (APNs, an additional APNs port, channel management): binds, serves, and on
+/// graceful shutdown stops accepting, sends every connection GOAWAY `{"reason":"Shutdown"}` and
+/// lets in-flight requests finish until the shared grace period ends.
+struct TLSListenerService: Service {
+    let index: Int
+    let address: ListenerAddress
+    let routes: ListenerRoutes
+    let tlsContext: TLSContext
+    let group: MultiThreadedEventLoopGroup
+    let configuration: ServerConfiguration
+    let board: ListenerBoard
+    let logger: Logger
+
+    func run() async throws {
+        // A quiescing helper follows a single server channel, so each listener has its own. It is
+        // released when this returns, before the event loops stop (its deinit needs one of them).
+        let quiesce = ServerQuiescingHelper(group: group)
+        let channel: any Channel
+        do {
+            channel = try await APNSMockServer.bindTLSListener(
+                address, routes: routes, tlsContext: tlsContext, group: group, quiesce: quiesce,
+                configuration: configuration, logger: logger)
+        } catch {
+            board.failed()
+            throw error
+        }
+        let port = channel.localAddress?.port ?? address.port
+        board.bound(index, port: port)
+        logger.info(
+            address.role == .apns ? "APNs listener up" : "channel-management listener up",
+            metadata: [
+                "listener": "\(address.name)", "host": "\(address.host)", "port": "\(port)",
+                "threads": "\(configuration.threads)",
+            ])
+        try? await gracefulShutdown()
+        board.stopping()
+        let deadline = board.drainDeadline()
+        let open = routes.state.connections.open
+        logger.info("shutting down: GOAWAY to the listener's connections", metadata: [
+            "listener": "\(address.name)", "open connections (all listeners)": "\(open)",
+        ])
+        let loop = channel.eventLoop
+        let drained = loop.makePromise(of: Void.self)
+        quiesce.initiateShutdown(promise: drained)
+        let outcome = loop.makePromise(of: Bool.self)
+        let timer = loop.scheduleTask(deadline: deadline) { outcome.succeed(false) }
+        drained.futureResult.whenComplete { _ in outcome.succeed(true) }
+        let inTime = (try? await outcome.futureResult.get()) ?? false
+        timer.cancel()
+        if !inTime {
+            logger.warning(
+                "grace period over; the remaining connections close with the event loops",
+                metadata: ["listener": "\(address.name)"])
+        }
+    }
+}
+
+/// The HTTP CONNECT proxy listener: binds once the TLS listeners it tunnels into are bound.
+struct ProxyListenerService: Service {
+    let index: Int
+    let settings: Configuration.Proxy
+    let port: Int
+    let group: MultiThreadedEventLoopGroup
+    let memory: MemoryReturn
+    let board: ListenerBoard
+    let logger: Logger
+
+    func run() async throws {
+        // Waiting ends early when another listener fails or shutting down begins.
+        let ready = await withGracefulShutdownHandler {
+            await board.waitForTLSListeners()
+        } onGracefulShutdown: {
+            board.stopping()
+        }
+        guard ready else { return }
+        let destinations = ProxyDestinations(board.listeners)
+        let channel: any Channel
+        do {
+            channel = try await ConnectProxy.bind(
+                settings: settings, port: port, group: group, memory: memory,
+                destination: { destinations.address(of: $0) }, logger: logger)
+        } catch {
+            board.failed()
+            throw error
+        }
+        let bound = channel.localAddress?.port ?? port
+        board.bound(index, port: bound)
+        logger.info("proxy listener up", metadata: ["host": "\(settings.host)", "port": "\(bound)"])
+        try? await gracefulShutdown()
+        board.stopping()
+        // No new tunnels; open ones end with the connections they carry.
+        try? await channel.close()
+    }
+}
+
+/// The admin and query listener: a Hummingbird application with the admin listener's defences.
+/// On graceful shutdown, event streams and waiting queries end first (answering with what they
+/// have), as a graceful shutdown waits for every request in flight.
+struct AdminListenerService: Service {
+    private let application: any Service
+    private let records: RecordStore
+    private let board: ListenerBoard
+
+    init(api: AdminAPI, settings: AdminSettings, board: ListenerBoard, logger: Logger) {
+        var adminLogger = logger
+        adminLogger[metadataKey: "listener"] = "admin"
+        // The admin listener's defences (docs/architecture.md, "Limits and defences"): a connection
+        // limit and timeouts, around Hummingbird's HTTP/1.1 channel. Hummingbird binds through NIO's
+        // async bootstrap, whose AcceptBackoffHandler cannot be replaced from here and does not stop
+        // a listener whose first accept fails (see AcceptPauseHandler); the descriptor budget
+        // (`serve`) is what keeps this listener away from EMFILE.
+        let limiter = ConnectionLimiter(
+            listener: "admin", limit: settings.maxConnections, setting: "admin.maxConnections", memory: api.state.memory,
+            logger: adminLogger)
+        let timeouts = AdminTimeouts(settings)
+        let server = HTTPServerBuilder { responder in
+            GuardedHTTP1Channel(inner: HTTP1Channel(responder: responder), limiter: limiter, timeouts: timeouts)
+        }
+        application = Application(
+            router: api.router(),
+            server: server,
+            configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "apns-mock"),
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? settings.port
+                logger.info("admin listener up", metadata: ["host": "\(settings.host)", "port": "\(port)"])
+                board.adminBound(port: port)
+            },
+            logger: adminLogger)
+        records = api.state.records
+        self.board = board
+    }
+
+    func run() async throws {
+        do {
+            try await withGracefulShutdownHandler {
+                try await application.run()
+            } onGracefulShutdown: { [records, board] in
+                board.stopping()
+                records.closeSubscriptions()
+            }
+        } catch {
+            board.failed()
+            throw error
+        }
+    }
+}
