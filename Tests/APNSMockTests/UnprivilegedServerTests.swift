@@ -200,11 +200,10 @@ struct UnprivilegedServerTests {
     @Test func healthcheckAgainstNothingFailsPromptly() async throws {
         let refusing = try RefusingPort()
         let port = refusing.port
-        let started = ContinuousClock.now
         let output = try await Self.apnsMock(["healthcheck", "--admin-url", "http://127.0.0.1:\(port)"])
         #expect(output.exitCode == 1)
+        // Promptly: the refusal itself, not the probe's timeout ("no answer within …"), ends it.
         #expect(output.stderr.hasPrefix("unhealthy: http://127.0.0.1:\(port)/v1/health: cannot connect"), "\(output.stderr)")
-        #expect(ContinuousClock.now - started < .seconds(10))
         withExtendedLifetime(refusing) {}
         let badURL = try await Self.apnsMock(["healthcheck", "--admin-url", "ftp://127.0.0.1"])
         #expect(badURL.exitCode == 1)
