@@ -188,7 +188,7 @@ extension BroadcastContext {
     /// the connection and take the connection's snapshot of the channels.
     static func deciding(
         _ request: borrowing PushRequest, environment: APNSEnvironment, authenticator: Authenticator,
-        state: inout ConnectionState, channels: ChannelStore, settings: BroadcastSettings, validation: ValidationSettings
+        state: inout ConnectionState, channels: any ChannelState, settings: BroadcastSettings, validation: ValidationSettings
     ) -> (AuthenticationResult, BroadcastContext) {
         let auth = authenticator.authenticate(
             authorization: request.authorization, environment: environment, now: authenticator.now(), state: &state.auth)

@@ -19,7 +19,7 @@ struct ConnectionContext: Sendable {
 /// shared state. Never shared between connections, so it needs no lock.
 struct ConnectionState {
     var random = FastRandom()
-    var devices: DeviceStore.Snapshot
+    var devices: StateSnapshot<DeviceRegistry>
     var channels: ChannelStore.Snapshot
     var memo = ValidationMemo()
     var shapes = RecordShapes()
@@ -32,8 +32,8 @@ struct ConnectionState {
     var requestCount = 0
 
     init(state: MockState) {
-        devices = DeviceStore.Snapshot(state.devices)
-        channels = ChannelStore.Snapshot(state.channels.registry)
+        devices = StateSnapshot(state.devices)
+        channels = StateSnapshot(state.channels.registry)
     }
 
     /// Wall-clock milliseconds when the bytes being processed were read: taken once per read

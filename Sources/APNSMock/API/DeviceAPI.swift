@@ -24,8 +24,8 @@ struct DeviceAPI: RequestAPI {
     let policy: Policy
     let recorder: Recorder
     /// Where the connection's snapshots are refreshed from.
-    let devices: DeviceStore
-    let channels: ChannelStore
+    let devices: any VersionedState<DeviceRegistry>
+    let channels: any ChannelState
 
     init(configuration: ServerConfiguration, authenticator: Authenticator, policy: Policy, recorder: Recorder) {
         validator = Validator(settings: configuration.validation)

@@ -8,13 +8,13 @@ import Synchronization
 /// keep a per-connection snapshot (``VersionedValue``): a channel lookup on the request path is one
 /// atomic load and a dictionary look-up, with no lock.
 final class ChannelStore: Sendable {
-    let registry: VersionedValue<ChannelRegistry>
+    let registry: any VersionedState<ChannelRegistry>
     /// Channels created this run (mixed into every generated ID, so that an ID is never handed out
     /// twice, however many channels are created and deleted) and the random part's generator.
     private let generator = Mutex((created: UInt64(0), random: FastRandom()))
     let settings: BroadcastSettings
 
-    typealias Snapshot = VersionedValue<ChannelRegistry>.Snapshot
+    typealias Snapshot = StateSnapshot<ChannelRegistry>
 
     init(settings: BroadcastSettings) {
         self.settings = settings
@@ -34,7 +34,7 @@ final class ChannelStore: Sendable {
 
     /// Creates a channel with a new random ID (or `id`, from the admin API), within the app's limit.
     func create(
-        bundleID: String, environment: APNSEnvironment, policy: MessageStoragePolicy, id: String? = nil
+        bundleID: String, environment: APNSEnvironment, policy: MessageStoragePolicy, id: String?
     ) -> Result<BroadcastChannel, CreateError> {
         registry.update { registry -> Result<BroadcastChannel, CreateError> in
             guard registry.count(bundleID: bundleID, environment: environment) < settings.channelLimit else {

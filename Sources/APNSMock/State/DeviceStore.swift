@@ -7,7 +7,7 @@ import Synchronization
 /// which costs one atomic load per request.
 final class VersionedValue<Value: Sendable>: Sendable {
     private let value: Mutex<Value>
-    private let version = Atomic<UInt64>(0)
+    private let changes = Atomic<UInt64>(0)
     /// What ``reset()`` returns to.
     let initial: Value
 
@@ -19,9 +19,12 @@ final class VersionedValue<Value: Sendable>: Sendable {
     /// Applies `change` and makes it visible to every connection's next request.
     func update<T>(_ change: (inout Value) throws -> T) rethrows -> T {
         let result = try value.withLock { try change(&$0) }
-        version.add(1, ordering: .releasing)
+        changes.add(1, ordering: .releasing)
         return result
     }
+
+    /// Moves on every change.
+    var version: UInt64 { changes.load(ordering: .acquiring) }
 
     /// The value as it is now (a copy-on-write value).
     var current: Value { value.withLock { $0 } }
@@ -30,28 +33,29 @@ final class VersionedValue<Value: Sendable>: Sendable {
     func reset() {
         update { $0 = initial }
     }
-
-    /// A per-connection cached copy.
-    struct Snapshot {
-        private(set) var value: Value
-        private var version: UInt64
-
-        init(_ store: VersionedValue) {
-            version = store.version.load(ordering: .acquiring)
-            value = store.current
-        }
-
-        /// The value, refreshed from `store` if it changed since the last call.
-        mutating func refreshed(from store: VersionedValue) -> Value {
-            let latest = store.version.load(ordering: .acquiring)
-            if latest != version {
-                version = latest
-                value = store.current
-            }
-            return value
-        }
-    }
 }
 
 /// The live device registry, shared by every connection and changed by the admin API.
 typealias DeviceStore = VersionedValue<DeviceRegistry>
+
+/// A connection's cached copy of a shared value (``VersionedState``): refreshed only when the
+/// value's version moved, which costs one atomic load per request.
+struct StateSnapshot<Value: Sendable> {
+    private(set) var value: Value
+    private var version: UInt64
+
+    init(_ store: some VersionedState<Value>) {
+        version = store.version
+        value = store.current
+    }
+
+    /// The value, refreshed from `store` if it changed since the last call.
+    mutating func refreshed(from store: some VersionedState<Value>) -> Value {
+        let latest = store.version
+        if latest != version {
+            version = latest
+            value = store.current
+        }
+        return value
+    }
+}

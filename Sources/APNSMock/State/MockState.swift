@@ -9,16 +9,16 @@ import Synchronization
 /// Each part carries its own synchronisation (atomics on the request path, a lock only where a
 /// change must be all-or-nothing); see each type.
 public final class MockState: Sendable {
-    let devices: DeviceStore
-    let faults: FaultStore
+    let devices: any VersionedState<DeviceRegistry>
+    let faults: any FaultState
     let records: RecordStore
     let statistics: RequestStatistics
     let connections: ConnectionRegistry
-    let channels: ChannelStore
+    let channels: any ChannelState
     /// The mock's time (`/v1/clock`), read by every time rule.
-    let clock = MockClock()
+    let clock: any ClockState
     /// Provider tokens seen, and which expired, across connections.
-    let tokens = TokenRegistry()
+    let tokens: any TokenState
     /// Gives freed heap back after this mock's bursts of connections and large admin responses.
     let memory = MemoryReturn()
     /// The connection count at the last reset: a connection's number for fault rules is its id
@@ -28,15 +28,40 @@ public final class MockState: Sendable {
     let rateLimiter: Mutex<RateLimiter?>
     let isRateLimited: Bool
 
-    init(configuration: ServerConfiguration) {
-        devices = DeviceStore(configuration.devices)
-        faults = FaultStore(configuration.faults, seed: configuration.faultSeed)
+    /// The parts of the state a second backend may provide (docs/architecture.md, "Where state
+    /// lives, and a second backend"); the records, counts and connections stay in this process.
+    struct Parts: Sendable {
+        var devices: any VersionedState<DeviceRegistry>
+        var faults: any FaultState
+        var channels: any ChannelState
+        var tokens: any TokenState
+        var clock: any ClockState
+
+        /// Today's: every part in this process's memory.
+        static func inMemory(_ configuration: ServerConfiguration) -> Parts {
+            Parts(
+                devices: DeviceStore(configuration.devices),
+                faults: FaultStore(configuration.faults, seed: configuration.faultSeed),
+                channels: ChannelStore(settings: configuration.broadcast),
+                tokens: TokenRegistry(), clock: MockClock())
+        }
+    }
+
+    convenience init(configuration: ServerConfiguration) {
+        self.init(configuration: configuration, parts: .inMemory(configuration))
+    }
+
+    init(configuration: ServerConfiguration, parts: Parts) {
+        devices = parts.devices
+        faults = parts.faults
+        channels = parts.channels
+        tokens = parts.tokens
+        clock = parts.clock
         records = RecordStore(capacity: configuration.recordingCapacity)
         statistics = RequestStatistics()
         connections = ConnectionRegistry()
-        channels = ChannelStore(settings: configuration.broadcast)
         let limit = configuration.validation.rateLimit
-        let clock = self.clock
+        let clock = parts.clock
         rateLimiter = Mutex(limit.map { RateLimiter(limit: $0, clock: Self.rateClock(clock)) })
         isRateLimited = limit != nil
     }
@@ -81,7 +106,7 @@ public final class MockState: Sendable {
 
     /// The rate limiter's time: monotonic, plus the mock clock's offset, so that moving the clock
     /// refills allowances as the time passing would.
-    private static func rateClock(_ clock: MockClock) -> @Sendable () -> Duration {
+    private static func rateClock(_ clock: any ClockState) -> @Sendable () -> Duration {
         let origin = ContinuousClock.now
         return { ContinuousClock.now - origin + .seconds(clock.offsetSeconds) }
     }
