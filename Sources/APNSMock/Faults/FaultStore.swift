@@ -7,11 +7,11 @@ import Synchronization
 /// case); only when rules exist does it take the lock, to pick a rule, roll its probability and
 /// count down its `times` as one step, so `times: 1` fires exactly once under concurrency.
 ///
-/// Rules are indexed by the most selective field they name (token, channel, topic, connection,
-/// push type, kind; in that order), so a request looks only at the rules filed under its own
-/// values plus those that name none of these: ten thousand rules for other devices cost a
-/// request a handful of dictionary look-ups, not ten thousand comparisons. Among the candidates
-/// the oldest rule still wins, as in a scan.
+/// Rules are indexed (a ``SelectiveIndex``) by the most selective field they name (token, channel,
+/// topic, connection, push type, kind; in that order), so a request looks only at the rules filed
+/// under its own values plus those that name none of these: ten thousand rules for other devices
+/// cost a request a handful of dictionary look-ups, not ten thousand comparisons. Among the
+/// candidates the oldest rule still wins, as in a scan.
 final class FaultStore: Sendable {
     /// A rule as the admin API lists it.
     struct Entry: Sendable {
@@ -27,7 +27,7 @@ final class FaultStore: Sendable {
     }
 
     /// Where a rule is filed: the first of these fields it names.
-    private enum IndexKey: Hashable {
+    private enum IndexKey: SelectiveIndexKey {
         case token(String)
         case channel(String)
         case topic(String)
@@ -36,6 +36,22 @@ final class FaultStore: Sendable {
         case kind(RecordKind)
         /// Names none of them (only `afterRequests`, or nothing: every request).
         case unkeyed
+
+        enum Field: Int {
+            case token, channel, topic, connection, pushType, kind, unkeyed
+        }
+
+        var field: Field {
+            switch self {
+            case .token: .token
+            case .channel: .channel
+            case .topic: .topic
+            case .connection: .connection
+            case .pushType: .pushType
+            case .kind: .kind
+            case .unkeyed: .unkeyed
+            }
+        }
 
         init(_ match: FaultRule.Match) {
             if let token = match.token {
@@ -55,35 +71,29 @@ final class FaultStore: Sendable {
             }
         }
 
-        /// The keys a request with these facts (token already canonical) may have rules under.
-        static func candidates(_ facts: FaultRule.Facts) -> [IndexKey] {
-            var keys: [IndexKey] = [.unkeyed, .connection(facts.connection), .kind(facts.kind)]
-            if let token = facts.token { keys.append(.token(token)) }
-            if let channel = facts.channelID { keys.append(.channel(channel)) }
-            if let topic = facts.topic { keys.append(.topic(topic)) }
-            if let pushType = facts.pushType { keys.append(.pushType(pushType)) }
-            return keys
+        /// Calls `body` with each key a request with these facts (token already canonical) may have
+        /// rules under, among the fields that hold any rules.
+        static func candidates(_ facts: FaultRule.Facts, in rules: Rules, _ body: (IndexKey) -> Void) {
+            if rules.holds(.unkeyed) { body(.unkeyed) }
+            if rules.holds(.connection) { body(.connection(facts.connection)) }
+            if rules.holds(.kind) { body(.kind(facts.kind)) }
+            if rules.holds(.token), let token = facts.token { body(.token(token)) }
+            if rules.holds(.channel), let channel = facts.channelID { body(.channel(channel)) }
+            if rules.holds(.topic), let topic = facts.topic { body(.topic(topic)) }
+            if rules.holds(.pushType), let pushType = facts.pushType { body(.pushType(pushType)) }
         }
+
+        /// At most how many keys ``candidates(_:in:_:)`` gives.
+        static let candidateLimit = 7
     }
 
+    /// The entries by rule number (the id, which grows with each rule added), filed under their
+    /// rule's ``IndexKey``: the numbers under a key are ascending, oldest rule first.
+    private typealias Rules = SelectiveIndex<IndexKey, Int, Entry>
+
     private struct State {
-        /// By rule number (the id), which grows with each rule added.
-        var entries: [Int: Entry] = [:]
-        /// Rule numbers under each key, ascending.
-        var index: [IndexKey: [Int]] = [:]
+        var rules = Rules()
         var nextID = 1
-
-        mutating func insert(_ entry: Entry, number: Int) {
-            entries[number] = entry
-            index[IndexKey(entry.rule.match), default: []].append(number)
-        }
-
-        mutating func remove(number: Int) {
-            guard let entry = entries.removeValue(forKey: number) else { return }
-            let key = IndexKey(entry.rule.match)
-            index[key]?.removeAll { $0 == number }
-            if index[key]?.isEmpty == true { index[key] = nil }
-        }
     }
 
     private let state = Mutex(State())
@@ -111,7 +121,7 @@ final class FaultStore: Sendable {
     /// Adds all of `rules`, or none when they would take the store past ``maxRules``.
     func add(_ rules: [FaultRule]) -> [Entry]? {
         state.withLock { state in
-            guard state.entries.count + rules.count <= Self.maxRules else { return nil }
+            guard state.rules.count + rules.count <= Self.maxRules else { return nil }
             return rules.map { insert($0, into: &state) }
         }
     }
@@ -121,34 +131,32 @@ final class FaultStore: Sendable {
         state.nextID += 1
         let random = seed.map { FastRandom(seed: $0 &+ UInt64(number)) } ?? FastRandom()
         let entry = Entry(id: String(number), rule: rule, remaining: rule.times, random: random)
-        state.insert(entry, number: number)
+        state.rules.insert(entry, id: number, under: IndexKey(rule.match))
         rulesExist.store(true, ordering: .releasing)
         return entry
     }
 
     /// The rules, oldest first.
     var entries: [Entry] {
-        state.withLock { state in state.entries.sorted { $0.key < $1.key }.map(\.value) }
+        state.withLock { state in state.rules.elements.sorted { $0.id < $1.id }.map(\.value) }
     }
 
-    var count: Int { state.withLock { $0.entries.count } }
+    var count: Int { state.withLock { $0.rules.count } }
 
     /// Removes one rule; false when no rule has that id.
     func remove(id: String) -> Bool {
         // Ids are compared as the text the API lists: "01" and "+1" are no rule's id.
         guard let number = Int(id), String(number) == id else { return false }
         return state.withLock { state in
-            guard state.entries[number] != nil else { return false }
-            state.remove(number: number)
-            rulesExist.store(!state.entries.isEmpty, ordering: .releasing)
+            guard state.rules.remove(number) != nil else { return false }
+            rulesExist.store(!state.rules.isEmpty, ordering: .releasing)
             return true
         }
     }
 
     func removeAll() {
         state.withLock { state in
-            state.entries.removeAll()
-            state.index.removeAll()
+            state.rules = Rules()
             rulesExist.store(false, ordering: .releasing)
         }
     }
@@ -167,25 +175,34 @@ final class FaultStore: Sendable {
 
     /// How many rules a request with these facts is compared with (the index's candidates).
     func candidateCount(_ request: FaultRule.Facts) -> Int {
-        let (_, keys) = Self.lookUp(request)
-        return state.withLock { state in keys.reduce(0) { $0 + (state.index[$1]?.count ?? 0) } }
+        let facts = Self.canonical(request)
+        return state.withLock { state in
+            var count = 0
+            IndexKey.candidates(facts, in: state.rules) { count += state.rules.ids(under: $0).count }
+            return count
+        }
     }
 
-    /// The facts with the token in canonical form, and the index keys they may have rules under.
-    private static func lookUp(_ request: FaultRule.Facts) -> (FaultRule.Facts, [IndexKey]) {
+    /// The facts with the token in canonical form, as rules name it.
+    private static func canonical(_ request: FaultRule.Facts) -> FaultRule.Facts {
         var facts = request
         facts.token = request.token.map(DeviceToken.canonical)
-        return (facts, IndexKey.candidates(facts))
+        return facts
     }
 
     /// The first rule matching a request with these facts that fires (after its probability roll),
     /// counted. Broadcast-side requests have no token; their topic is the app's bundle ID.
     func apply(_ request: FaultRule.Facts) -> FaultRule? {
         guard rulesExist.load(ordering: .acquiring) else { return nil }
-        let (facts, keys) = Self.lookUp(request)
+        let facts = Self.canonical(request)
         return state.withLock { state -> FaultRule? in
             // The candidate lists are each ascending: walk them merged, oldest rule first.
-            var lists = keys.compactMap { state.index[$0].map { $0[...] } }
+            var lists: [ArraySlice<Int>] = []
+            lists.reserveCapacity(IndexKey.candidateLimit)
+            IndexKey.candidates(facts, in: state.rules) { key in
+                let numbers = state.rules.ids(under: key)
+                if !numbers.isEmpty { lists.append(numbers) }
+            }
             while true {
                 var oldest: (list: Int, number: Int)?
                 for (position, list) in lists.enumerated() {
@@ -193,20 +210,20 @@ final class FaultStore: Sendable {
                 }
                 guard let (list, number) = oldest else { return nil }
                 lists[list].removeFirst()
-                guard var entry = state.entries[number], entry.rule.match.matches(facts) else { continue }
+                guard var entry = state.rules[number], entry.rule.match.matches(facts) else { continue }
                 let rule = entry.rule
                 if rule.probability < 1 {
                     let roll = Double(entry.random.next() >> 11) * 0x1p-53
-                    state.entries[number]?.random = entry.random
+                    state.rules.modify(number) { $0.random = entry.random }
                     if roll >= rule.probability { continue }
                 }
                 entry.applied += 1
                 if let remaining = entry.remaining, remaining <= 1 {
-                    state.remove(number: number)
-                    rulesExist.store(!state.entries.isEmpty, ordering: .releasing)
+                    state.rules.remove(number)
+                    rulesExist.store(!state.rules.isEmpty, ordering: .releasing)
                 } else {
                     entry.remaining = entry.remaining.map { $0 - 1 }
-                    state.entries[number] = entry
+                    state.rules.modify(number) { $0 = entry }
                 }
                 return rule
             }
