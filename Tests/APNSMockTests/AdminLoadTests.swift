@@ -14,7 +14,6 @@ import Testing
 /// a time: each measures the process it shares with the mock.
 @Suite("Load on the admin listener", .serialized, .timeLimit(.minutes(3)))
 struct AdminLoadTests {
-    static let token = String(repeating: "ab", count: 32)
     /// The measurements go to standard error, for the report of a run.
     static let logger = Logger(label: "waiter-cost", factory: { StreamLogHandler.standardError(label: $0) })
 
@@ -61,7 +60,7 @@ struct AdminLoadTests {
 
             let cpuBefore = Self.cpuSeconds()
             let started = ContinuousClock.now
-            let load = try await H2Load.push(20000, to: mock.baseURL, token: Self.token, payload: #"{"aps":{"alert":"burst"}}"#, timeout: 90)
+            let load = try await H2Load.push(20000, to: mock.baseURL, token: Pushes.token, payload: #"{"aps":{"alert":"burst"}}"#, timeout: 90)
             #expect(load.allSucceeded(20000), "\(load.text) \(load.output.stderr)")
             let statsStarted = ContinuousClock.now
             let stats = try await mock.admin.stats()

@@ -26,13 +26,13 @@ struct ConnectionFaultAftermathTests {
             try await holder.send(H2.preface + H2.settings())
             for batch in 0..<2 {
                 let streams = (0..<100).map { UInt32(1 + 2 * (batch * 100 + $0)) }
-                try await holder.send(streams.flatMap { H2.request(stream: $0, token: Pushes.token, body: Hostile.body) })
+                try await holder.send(streams.flatMap { H2.request(stream: $0, token: Pushes.token, body: Pushes.body) })
             }
             // Connections 2 to 4: a reset, a shrunk limit, withheld PING acknowledgements.
             var others: [RawClient] = []
             for _ in 2...4 {
                 let client = try await Hostile.tlsClient(server)
-                try await client.send(H2.preface + H2.settings() + H2.request(stream: 1, token: Pushes.otherToken, body: Hostile.body))
+                try await client.send(H2.preface + H2.settings() + H2.request(stream: 1, token: Pushes.otherToken, body: Pushes.body))
                 try? await client.send(H2.frame(.ping, payload: Array(repeating: 7, count: 8)))
                 others.append(client)
             }

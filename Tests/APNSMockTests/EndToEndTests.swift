@@ -9,13 +9,12 @@ import Testing
 /// hand-made frames) against an in-process mock on a free port.
 @Suite("APNs endpoint over TLS and HTTP/2", .timeLimit(.minutes(2)))
 struct EndToEndTests {
-    static let token = String(repeating: "ab", count: 32)
     static let payload = Data(#"{"aps":{"alert":"hello"}}"#.utf8)
 
     @Test func acceptedPushGetsApnsIdAndUniqueIdInSandbox() async throws {
         try await MockHarness.withRunningMock { mock in
             let response = try await Curl.send(
-                url: "\(mock.baseURL)/3/device/\(Self.token)", caPath: mock.caPath,
+                url: "\(mock.baseURL)/3/device/\(Pushes.token)", caPath: mock.caPath,
                 headers: ["apns-topic": "com.example.app"])
             #expect(response.httpVersion == "HTTP/2")
             #expect(response.status == 200)
@@ -33,7 +32,7 @@ struct EndToEndTests {
         try await MockHarness.withRunningMock { mock in
             let sent = "123e4567-e89b-12d3-a456-426614174000"
             let response = try await Curl.send(
-                url: "\(mock.baseURL)/3/device/\(Self.token)", caPath: mock.caPath, headers: ["apns-id": sent, "apns-topic": "com.example.app"])
+                url: "\(mock.baseURL)/3/device/\(Pushes.token)", caPath: mock.caPath, headers: ["apns-id": sent, "apns-topic": "com.example.app"])
             #expect(response.status == 200)
             #expect(response.headers["apns-id"] == sent)
         }
@@ -42,7 +41,7 @@ struct EndToEndTests {
     @Test func productionHostGetsNoUniqueId() async throws {
         try await MockHarness.withRunningMock { mock in
             let response = try await Curl.send(
-                url: "https://api.push.apple.com:\(mock.apnsPort)/3/device/\(Self.token)", caPath: mock.caPath,
+                url: "https://api.push.apple.com:\(mock.apnsPort)/3/device/\(Pushes.token)", caPath: mock.caPath,
                 extra: ["--resolve", "api.push.apple.com:\(mock.apnsPort):127.0.0.1"])
             #expect(response.status == 200)
             #expect(response.headers["apns-unique-id"] == nil)
@@ -59,8 +58,8 @@ struct EndToEndTests {
     }
 
     static let errorCases: [ErrorCase] = [
-        ErrorCase(method: "GET", path: "/3/device/\(token)", status: 405, reason: .methodNotAllowed),
-        ErrorCase(method: "POST", path: "/3/devices/\(token)", status: 404, reason: .badPath),
+        ErrorCase(method: "GET", path: "/3/device/\(Pushes.token)", status: 405, reason: .methodNotAllowed),
+        ErrorCase(method: "POST", path: "/3/devices/\(Pushes.token)", status: 404, reason: .badPath),
         ErrorCase(method: "POST", path: "/", status: 404, reason: .badPath),
         ErrorCase(method: "POST", path: "/3/device/", status: 400, reason: .missingDeviceToken),
         ErrorCase(method: "POST", path: "/3/device/not-hex", status: 400, reason: .badDeviceToken),
@@ -84,7 +83,7 @@ struct EndToEndTests {
     func servesTLS12AndTLS13(_ flags: [String]) async throws {
         try await MockHarness.withRunningMock { mock in
             let response = try await Curl.send(
-                url: "\(mock.baseURL)/3/device/\(Self.token)", caPath: mock.caPath, extra: flags)
+                url: "\(mock.baseURL)/3/device/\(Pushes.token)", caPath: mock.caPath, extra: flags)
             #expect(response.status == 200)
         }
     }
@@ -93,7 +92,7 @@ struct EndToEndTests {
         try await MockHarness.withRunningMock { mock in
             let client = mock.certificates.clientCertificatePaths(for: "com.example.app")
             let response = try await Curl.send(
-                url: "\(mock.baseURL)/3/device/\(Self.token)", caPath: mock.caPath,
+                url: "\(mock.baseURL)/3/device/\(Pushes.token)", caPath: mock.caPath,
                 extra: ["--cert", client.certificate, "--key", client.key])
             #expect(response.status == 200)
         }
@@ -104,7 +103,7 @@ struct EndToEndTests {
         // one-stream-until-authenticated limit is raised (as scripts/bench does).
         try await MockHarness.withRunningMock(configure: { $0.http2.streamsBeforeAuthentication = 1000 }) { mock in
             let load = try await H2Load.push(
-                5000, to: mock.baseURL, token: Self.token, payload: String(decoding: Self.payload, as: UTF8.self), streams: 200, timeout: 60)
+                5000, to: mock.baseURL, token: Pushes.token, payload: String(decoding: Self.payload, as: UTF8.self), streams: 200, timeout: 60)
             #expect(load.output.exitCode == 0)
             #expect(load.text.contains("requests: 5000 total, 5000 started, 5000 done, 5000 succeeded, 0 failed"))
             #expect(load.text.contains("status codes: 5000 2xx, 0 3xx, 0 4xx, 0 5xx"))

@@ -8,7 +8,6 @@ import Testing
 /// HTTP/2 client, and marked `injected` in the record.
 @Suite("Fault injection", .timeLimit(.minutes(2)))
 struct FaultInjectionTests {
-    static let body = Array(#"{"aps":{"alert":"hello"}}"#.utf8)
 
     @Test func respondsWithTheRuleReasonTimesThenExpires() async throws {
         try await MockHarness.withRunningMock { mock in
@@ -95,7 +94,7 @@ struct FaultInjectionTests {
         try await MockHarness.withRunningMock { mock in
             try await mock.admin.addFault(json: #"{"action":"reset"}"#)
             let client = try await RawClient.connect(port: mock.apnsPort, security: .tls(caPath: mock.caPath, alpn: ["h2"]))
-            try await client.send(H2.preface + H2.settings() + H2.request(stream: 1, token: Pushes.token, body: Self.body))
+            try await client.send(H2.preface + H2.settings() + H2.request(stream: 1, token: Pushes.token, body: Pushes.body))
             let received = await client.waitUntil { bytes in H2.parse(bytes).contains { $0.rstErrorCode != nil } }
             let reset = try #require(H2.parse(received).first { $0.rstErrorCode != nil })
             #expect(reset.stream == 1)
@@ -112,7 +111,7 @@ struct FaultInjectionTests {
         try await MockHarness.withRunningMock { mock in
             try await mock.admin.addFault(json: #"{"action":"goaway","respond":{"reason":"InternalServerError"}}"#)
             let client = try await RawClient.connect(port: mock.apnsPort, security: .tls(caPath: mock.caPath, alpn: ["h2"]))
-            try await client.send(H2.preface + H2.settings() + H2.request(stream: 1, token: Pushes.token, body: Self.body))
+            try await client.send(H2.preface + H2.settings() + H2.request(stream: 1, token: Pushes.token, body: Pushes.body))
             let outcome = await client.waitForClose()
             let frames = H2.parse(outcome.received)
             let goaway = try #require(frames.compactMap(\.goaway).first)
@@ -128,7 +127,7 @@ struct FaultInjectionTests {
         try await MockHarness.withRunningMock { mock in
             try await mock.admin.addFault(json: #"{"action":"close"}"#)
             let client = try await RawClient.connect(port: mock.apnsPort, security: .tls(caPath: mock.caPath, alpn: ["h2"]))
-            try await client.send(H2.preface + H2.settings() + H2.request(stream: 1, token: Pushes.token, body: Self.body))
+            try await client.send(H2.preface + H2.settings() + H2.request(stream: 1, token: Pushes.token, body: Pushes.body))
             let outcome = await client.waitForClose()
             #expect(outcome.closed)
             let frames = H2.parse(outcome.received)

@@ -8,10 +8,8 @@ import Testing
 /// nghttp2's own HTTP messaging checks answer it; the connection goes on.
 @Suite("HTTP/2 request rules", .timeLimit(.minutes(2)))
 struct HTTPMessagingTests {
-    static let token = String(repeating: "ab", count: 32)
-    static let body = Array(#"{"aps":{"alert":"hello"}}"#.utf8)
     static let method = (":method", "POST"), scheme = (":scheme", "https")
-    static let path = (":path", "/3/device/\(token)"), authority = (":authority", "localhost")
+    static let path = (":path", "/3/device/\(Pushes.token)"), authority = (":authority", "localhost")
     static let topic = ("apns-topic", "com.example.app"), authorization = ("authorization", Curl.demoAuthorization ?? "")
     static let fields = [method, scheme, path, authority, topic, authorization]
 
@@ -29,7 +27,7 @@ struct HTTPMessagingTests {
         var outcome: Outcome
         var testDescription: String { name }
 
-        init(_ name: String, _ outcome: Outcome, fields: [(String, String)], body: [UInt8] = HTTPMessagingTests.body) {
+        init(_ name: String, _ outcome: Outcome, fields: [(String, String)], body: [UInt8] = Pushes.body) {
             self.name = name
             self.outcome = outcome
             self.frames = { H2.headers(stream: 1, fields, endStream: false) + H2.data(stream: 1, body, endStream: true) }
@@ -53,7 +51,7 @@ struct HTTPMessagingTests {
         Case("missing :path", .reset, fields: [method, scheme, authority, topic, authorization]),
         Case("neither :authority nor host", .reset, fields: [method, scheme, path, topic, authorization]),
         Case("empty :path", .reset, fields: [method, scheme, (":path", ""), authority, topic, authorization]),
-        Case(":path not from the root", .reset, fields: [method, scheme, (":path", "3/device/\(token)"), authority, topic, authorization]),
+        Case(":path not from the root", .reset, fields: [method, scheme, (":path", "3/device/\(Pushes.token)"), authority, topic, authorization]),
         Case(":path * on a POST", .reset, fields: [method, scheme, (":path", "*"), authority, topic, authorization]),
         Case(":path with a space", .reset, fields: [method, scheme, (":path", "/3/device/ab cd"), authority, topic, authorization]),
         Case(":method that is not a token", .reset, fields: [(":method", "PO ST"), scheme, path, authority, topic, authorization]),
@@ -73,19 +71,19 @@ struct HTTPMessagingTests {
         Case("field name that is not a token", .reset, fields: fields + [("x-b@d", "1")]),
         Case("control character in a known field", .reset, fields: fields + [("apns-push-type", "alert\u{1}")]),
         Case("trailers without END_STREAM", .reset) {
-            H2.headers(stream: 1, fields, endStream: false) + H2.data(stream: 1, body, endStream: false)
+            H2.headers(stream: 1, fields, endStream: false) + H2.data(stream: 1, Pushes.body, endStream: false)
                 + H2.headers(stream: 1, [("x-trailer", "1")], endStream: false)
         },
         Case("pseudo-header in trailers", .reset) {
-            H2.headers(stream: 1, fields, endStream: false) + H2.data(stream: 1, body, endStream: false)
+            H2.headers(stream: 1, fields, endStream: false) + H2.data(stream: 1, Pushes.body, endStream: false)
                 + H2.headers(stream: 1, [(":path", "/")], endStream: true)
         },
 
         Case("te: trailers", .accepted, fields: fields + [("te", "trailers")]),
-        Case("matching content-length", .accepted, fields: fields + [("content-length", "\(body.count)")]),
+        Case("matching content-length", .accepted, fields: fields + [("content-length", "\(Pushes.body.count)")]),
         Case("host instead of :authority", .accepted, fields: [method, scheme, path, ("host", "localhost"), topic, authorization]),
         Case("trailers with END_STREAM", .accepted) {
-            H2.headers(stream: 1, fields, endStream: false) + H2.data(stream: 1, body, endStream: false)
+            H2.headers(stream: 1, fields, endStream: false) + H2.data(stream: 1, Pushes.body, endStream: false)
                 + H2.headers(stream: 1, [("x-trailer", "1")], endStream: true)
         },
     ]
@@ -94,7 +92,7 @@ struct HTTPMessagingTests {
     func requestRule(_ rule: Case) async throws {
         try await MockHarness.withRunningMock(configure: { $0.http2.streamsBeforeAuthentication = 10 }) { mock in
             let client = try await RawClient.connect(port: mock.apnsPort, security: .tls(caPath: mock.caPath, alpn: ["h2"]))
-            let normal = H2.request(stream: 3, token: Self.token, body: Self.body)
+            let normal = H2.request(stream: 3, token: Pushes.token, body: Pushes.body)
             try await client.send(H2.preface + H2.settings() + rule.frames() + normal)
             let received = await client.waitUntil { bytes in
                 let frames = H2.parse(bytes)
@@ -132,7 +130,7 @@ struct HTTPMessagingTests {
                 (7, Self.fields + [other, id], 0x8C),
             ]
             try await client.send(H2.preface + H2.settings() + streams.flatMap { stream, fields, _ in
-                H2.headers(stream: stream, fields, endStream: false) + H2.data(stream: stream, Self.body, endStream: true)
+                H2.headers(stream: stream, fields, endStream: false) + H2.data(stream: stream, Pushes.body, endStream: true)
             })
             let received = await client.waitUntil { bytes in
                 H2.parse(bytes).filter { $0.type == H2.FrameType.headers.rawValue }.count == streams.count

@@ -12,7 +12,7 @@ struct HostileClientTests {
     @Test func clientWithoutALPNIsServedAsH2() async throws {
         try await MockHarness.withRunningMock { mock in
             let client = try await RawClient.connect(port: mock.apnsPort, security: .tls(caPath: mock.caPath, alpn: []))
-            try await client.send(H2.preface + H2.settings() + H2.request(stream: 1, token: Hostile.token, body: Hostile.body))
+            try await client.send(H2.preface + H2.settings() + H2.request(stream: 1, token: Pushes.token, body: Pushes.body))
             let received = await client.waitUntil { Hostile.hasResponse(H2.parse($0), stream: 1) }
             let response = try #require(H2.parse(received).first { $0.type == H2.FrameType.headers.rawValue && $0.stream == 1 })
             // HPACK static table index 8 is ":status: 200".
@@ -25,7 +25,7 @@ struct HostileClientTests {
     @Test func clientOfferingOnlyHTTP11IsRefused() async throws {
         try await MockHarness.withRunningMock { mock in
             let output = try await ExternalTool.run("curl", [
-                "-sS", "--http1.1", "--cacert", mock.caPath, "-d", "{}", "\(mock.baseURL)/3/device/\(Hostile.token)",
+                "-sS", "--http1.1", "--cacert", mock.caPath, "-d", "{}", "\(mock.baseURL)/3/device/\(Pushes.token)",
             ])
             // 35: TLS handshake failed; the server sent the no_application_protocol alert.
             #expect(output.exitCode == 35)
@@ -53,7 +53,7 @@ struct HostileClientTests {
     @Test func plaintextHTTP11RequestIsClosed() async throws {
         try await MockHarness.withRunningMock { mock in
             let client = try await RawClient.connect(port: mock.apnsPort, security: .plaintext)
-            try await client.send(Array("POST /3/device/\(Hostile.token) HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\n\r\n{}".utf8))
+            try await client.send(Array("POST /3/device/\(Pushes.token) HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\n\r\n{}".utf8))
             let outcome = await client.waitForClose()
             #expect(outcome.closed)
             // Whatever came back is a TLS alert record (content type 21), never an HTTP answer.
@@ -67,9 +67,9 @@ struct HostileClientTests {
             for _ in 0..<3 {
                 let client = try await RawClient.connect(port: mock.apnsPort, security: .tls(caPath: mock.caPath, alpn: ["h2"]))
                 let headers = H2.headers(stream: 1, [
-                    (":method", "POST"), (":scheme", "https"), (":path", "/3/device/\(Hostile.token)"), (":authority", "localhost"), ("apns-topic", "com.example.app"),
+                    (":method", "POST"), (":scheme", "https"), (":path", "/3/device/\(Pushes.token)"), (":authority", "localhost"), ("apns-topic", "com.example.app"),
                 ], endStream: false)
-                try await client.send(H2.preface + H2.settings() + headers + H2.data(stream: 1, Array(Hostile.body.prefix(5)), endStream: false))
+                try await client.send(H2.preface + H2.settings() + headers + H2.data(stream: 1, Array(Pushes.body.prefix(5)), endStream: false))
                 await client.close()
             }
             try await Hostile.expectStillServing(mock)
@@ -102,8 +102,8 @@ struct HostileClientTests {
         // Two streams before the first response: allowed more than APNs' one pre-auth stream.
         try await MockHarness.withRunningMock(configure: { $0.http2.streamsBeforeAuthentication = 10 }) { mock in
             let client = try await RawClient.connect(port: mock.apnsPort, security: .tls(caPath: mock.caPath, alpn: ["h2"]))
-            let huge = H2.request(stream: 1, token: Hostile.token, extra: [("x-filler", String(repeating: "x", count: 9000))], body: Hostile.body)
-            let normal = H2.request(stream: 3, token: Hostile.token, body: Hostile.body)
+            let huge = H2.request(stream: 1, token: Pushes.token, extra: [("x-filler", String(repeating: "x", count: 9000))], body: Pushes.body)
+            let normal = H2.request(stream: 3, token: Pushes.token, body: Pushes.body)
             try await client.send(H2.preface + H2.settings() + huge + normal)
             let received = await client.waitUntil { Hostile.hasResponse(H2.parse($0), stream: 3) }
             let frames = H2.parse(received)
@@ -113,7 +113,7 @@ struct HostileClientTests {
             // curl reads it as HTTP's own "too large".
             let curl = try await ExternalTool.run("curl", [
                 "-sS", "--http2", "--cacert", mock.caPath, "--max-time", "20", "-o", "/dev/null", "-w", "%{http_code}",
-                "-H", "x-filler: \(String(repeating: "x", count: 9000))", "-d", "{}", "\(mock.baseURL)/3/device/\(Hostile.token)",
+                "-H", "x-filler: \(String(repeating: "x", count: 9000))", "-d", "{}", "\(mock.baseURL)/3/device/\(Pushes.token)",
             ])
             #expect(curl.text == "431", "\(curl.text) \(curl.stderr)")
             await client.close()
@@ -148,8 +148,8 @@ struct HostileClientTests {
         // Two streams before the first response: allowed more than APNs' one pre-auth stream.
         try await MockHarness.withRunningMock(configure: { $0.http2.streamsBeforeAuthentication = 10 }) { mock in
             let client = try await RawClient.connect(port: mock.apnsPort, security: .tls(caPath: mock.caPath, alpn: ["h2"]))
-            let bad = H2.request(stream: 1, token: "zz", body: Hostile.body)
-            let good = H2.request(stream: 3, token: Hostile.token, body: Hostile.body)
+            let bad = H2.request(stream: 1, token: "zz", body: Pushes.body)
+            let good = H2.request(stream: 3, token: Pushes.token, body: Pushes.body)
             try await client.send(H2.preface + H2.settings() + bad + good)
             let received = await client.waitUntil { Hostile.hasResponse(H2.parse($0), stream: 3) }
             let frames = H2.parse(received)
@@ -176,7 +176,7 @@ struct HostileClientTests {
                 if client.isWritable {
                     var batch: [UInt8] = []
                     for _ in 0..<100 {
-                        batch += H2.request(stream: stream, token: Hostile.token, body: Hostile.body)
+                        batch += H2.request(stream: stream, token: Pushes.token, body: Pushes.body)
                         stream += 2
                     }
                     sent += batch.count

@@ -19,9 +19,9 @@ struct HostileHTTP2Tests {
         try await ServerProcess.withRunning { mock in
             let before = mock.residentKiB
             let client = try await Hostile.tlsClient(mock)
-            try await client.send(H2.preface + H2.settings() + H2.request(stream: 1, token: Hostile.token, body: Hostile.body))
+            try await client.send(H2.preface + H2.settings() + H2.request(stream: 1, token: Pushes.token, body: Pushes.body))
             _ = await client.waitUntil { Hostile.hasResponse(H2.parse($0), stream: 1) }
-            try await client.send(H2.request(stream: 1, token: Hostile.token, body: Hostile.body))
+            try await client.send(H2.request(stream: 1, token: Pushes.token, body: Pushes.body))
             let outcome = await client.waitForClose()
             #expect(outcome.closed)
             #expect(H2.parse(outcome.received).compactMap(\.goaway).first?.errorCode == HTTP2ErrorCode.streamClosed.rawValue)
@@ -87,7 +87,7 @@ struct HostileHTTP2Tests {
             block += [UInt8](repeating: 0x80 | 62, count: 10_000)
             try await client.send(
                 H2.preface + H2.settings() + H2.frame(.headers, flags: H2.endHeaders | H2.endStream, stream: 1, payload: block)
-                    + H2.request(stream: 3, token: Hostile.token, body: Hostile.body))
+                    + H2.request(stream: 3, token: Pushes.token, body: Pushes.body))
             let received = await client.waitUntil {
                 Hostile.hasResponse(H2.parse($0), stream: 3) && Hostile.hasResponse(H2.parse($0), stream: 1)
             }

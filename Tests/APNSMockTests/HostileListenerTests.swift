@@ -84,7 +84,7 @@ struct HostileListenerTests {
             let stream = try await EventSubscribers.subscribe(adminPort: mock.adminPort, "outcome=all")
             let quiet = await stream.waitForClose(timeout: .seconds(3))
             #expect(!quiet.closed, "the event stream was closed by a timeout")
-            let response = try await Curl.send(url: "\(mock.baseURL)/3/device/\(Hostile.token)", caPath: mock.caPath)
+            let response = try await Curl.send(url: "\(mock.baseURL)/3/device/\(Pushes.token)", caPath: mock.caPath)
             #expect(response.status == 200)
             let received = await stream.waitUntil(timeout: .seconds(10)) { String(decoding: $0, as: UTF8.self).contains("\ndata: {") }
             #expect(String(decoding: received, as: UTF8.self).contains("\ndata: {"))
@@ -100,7 +100,7 @@ struct HostileListenerTests {
             // 3 KB payloads: a page of 10,000 records is over 30 MB, more than the socket buffers
             // on both sides can hold, however far the kernel grows them.
             let alert = String(repeating: "a record to be listed ", count: 140)
-            let load = try await H2Load.push(10000, to: mock.baseURL, token: Hostile.token, payload: #"{"aps":{"alert":"\#(alert)"}}"#)
+            let load = try await H2Load.push(10000, to: mock.baseURL, token: Pushes.token, payload: #"{"aps":{"alert":"\#(alert)"}}"#)
             #expect(load.allSucceeded(10000), "\(load.text.suffix(400))")
             let before = mock.residentKiB
             let reader = try await RawClient.connect(port: mock.adminPort, security: .plaintext, receiveBuffer: 16384)
@@ -173,7 +173,7 @@ struct HostileListenerTests {
             let raised = try await server.setDescriptorLimit(4096)
             #expect(raised.exitCode == 0, "\(raised.stderr)")
             try await Task.sleep(for: .milliseconds(500))
-            let response = try await Curl.send(url: "\(server.baseURL)/3/device/\(Hostile.token)", caPath: server.certificates.caPath)
+            let response = try await Curl.send(url: "\(server.baseURL)/3/device/\(Pushes.token)", caPath: server.certificates.caPath)
             #expect(response.status == 200)
             #expect(server.isAlive)
             #expect(server.residentKiB <= residentBefore + Hostile.residentAllowanceMiB * 1024)
@@ -203,7 +203,7 @@ struct HostileListenerTests {
             #expect(server.isAlive)
             #expect(server.openDescriptors < 160)
             for client in flood { await client.close() }
-            let response = try await Curl.send(url: "\(server.baseURL)/3/device/\(Hostile.token)", caPath: server.certificates.caPath)
+            let response = try await Curl.send(url: "\(server.baseURL)/3/device/\(Pushes.token)", caPath: server.certificates.caPath)
             #expect(response.status == 200)
             #expect(server.residentKiB <= residentBefore + Hostile.residentAllowanceMiB * 1024)
         }
@@ -219,12 +219,12 @@ struct HostileListenerTests {
         try await ServerProcess.withRunning(yaml: yaml) { server in
             func burst() async throws {
                 let load = try await H2Load.push(
-                    3000, to: "https://127.0.0.1:\(server.apnsPort)", token: Hostile.token, payload: String(decoding: Hostile.body, as: UTF8.self),
+                    3000, to: "https://127.0.0.1:\(server.apnsPort)", token: Pushes.token, payload: String(decoding: Pushes.body, as: UTF8.self),
                     clients: 1500, streams: 2, threads: 2)
                 #expect(load.all2xx(3000), "\(load.text.suffix(600))")
             }
             // Warm up what a first request initialises, then measure.
-            let warm = try await Curl.send(url: "\(server.baseURL)/3/device/\(Hostile.token)", caPath: server.certificates.caPath)
+            let warm = try await Curl.send(url: "\(server.baseURL)/3/device/\(Pushes.token)", caPath: server.certificates.caPath)
             #expect(warm.status == 200)
             let before = server.residentKiB
             var peak = before

@@ -41,7 +41,7 @@ struct HostileTimeoutTests {
             let client = try await Hostile.tlsClient(mock)
             // BadDeviceToken: 400 with a JSON body, which the window holds back.
             try await client.send(
-                H2.preface + H2.settings([(0x4, 0)]) + H2.request(stream: 1, token: "zz", body: Hostile.body))
+                H2.preface + H2.settings([(0x4, 0)]) + H2.request(stream: 1, token: "zz", body: Pushes.body))
             let outcome = await client.waitForClose(timeout: .seconds(8))
             #expect(outcome.closed)
             let frames = H2.parse(outcome.received)
@@ -76,7 +76,7 @@ struct HostileTimeoutTests {
             let added = try await mock.admin.addFault(json: #"{"match":{"topic":"com.example.app"},"delayMs":6000,"times":1}"#)
             #expect(added.status == 201)
             let client = try await Hostile.tlsClient(mock)
-            try await client.send(H2.preface + H2.settings() + H2.request(stream: 1, token: Hostile.token, body: Hostile.body))
+            try await client.send(H2.preface + H2.settings() + H2.request(stream: 1, token: Pushes.token, body: Pushes.body))
             let received = await client.waitUntil(timeout: .seconds(15)) { Hostile.hasResponse(H2.parse($0), stream: 1) }
             let frames = H2.parse(received)
             let response = frames.first { $0.type == H2.FrameType.headers.rawValue && $0.stream == 1 }
@@ -99,7 +99,7 @@ struct HostileTimeoutTests {
                 let client = try await RawClient.connect(
                     port: server.apnsPort, security: .tls(caPath: server.certificates.caPath, alpn: ["h2"]))
                 // On a loaded machine the server may have ended it already (idle timeout 1 s).
-                try? await client.send(H2.preface + H2.settings([(0x4, 0)]) + H2.request(stream: 1, token: "zz", body: Hostile.body))
+                try? await client.send(H2.preface + H2.settings([(0x4, 0)]) + H2.request(stream: 1, token: "zz", body: Pushes.body))
                 clients.append(client)
             }
             // Past the idle timeout; each connection's response is still stuck.
@@ -108,7 +108,7 @@ struct HostileTimeoutTests {
             #expect(cpu < 0.3, "the process used \(cpu) s of CPU in 3 s with 300 stuck connections")
             for client in clients { await client.close() }
             #expect(server.isAlive)
-            let response = try await Curl.send(url: "\(server.baseURL)/3/device/\(Hostile.token)", caPath: server.certificates.caPath)
+            let response = try await Curl.send(url: "\(server.baseURL)/3/device/\(Pushes.token)", caPath: server.certificates.caPath)
             #expect(response.status == 200)
         }
     }

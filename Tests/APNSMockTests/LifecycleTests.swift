@@ -9,8 +9,6 @@ import Testing
 
 @Suite("Connection lifecycle: idle timeout, graceful shutdown", .timeLimit(.minutes(2)))
 struct LifecycleTests {
-    static let token = String(repeating: "ab", count: 32)
-    static let body = Array(#"{"aps":{"alert":"hello"}}"#.utf8)
 
     /// The listeners start as peers: one that cannot bind ends the start with its error, naming
     /// the setting, and the listeners that did bind are closed again.
@@ -88,7 +86,7 @@ struct LifecycleTests {
         try await MockHarness.withRunningMock { mock in
             let client = try await RawClient.connect(port: mock.apnsPort, security: .tls(caPath: mock.caPath, alpn: ["h2"]))
             let headers = H2.headers(stream: 1, [
-                (":method", "POST"), (":scheme", "https"), (":path", "/3/device/\(Self.token)"), (":authority", "localhost"),
+                (":method", "POST"), (":scheme", "https"), (":path", "/3/device/\(Pushes.token)"), (":authority", "localhost"),
                 ("apns-topic", "com.example.app"), ("authorization", Curl.demoAuthorization ?? ""),
             ], endStream: false)
             try await client.send(H2.preface + H2.settings() + headers)
@@ -104,7 +102,7 @@ struct LifecycleTests {
             #expect(goaway.lastStream == 1)
 
             // The in-flight request still gets its answer after GOAWAY.
-            try await client.send(H2.data(stream: 1, Self.body, endStream: true))
+            try await client.send(H2.data(stream: 1, Pushes.body, endStream: true))
             let outcome = await client.waitForClose()
             #expect(outcome.closed)
             let response = H2.parse(outcome.received).first { $0.type == H2.FrameType.headers.rawValue && $0.stream == 1 }

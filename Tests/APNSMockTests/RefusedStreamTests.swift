@@ -9,7 +9,6 @@ import Testing
 /// tells live event streams, and logs them.
 @Suite("Refused streams", .timeLimit(.minutes(2)))
 struct RefusedStreamTests {
-    static let body = Array(#"{"aps":{"alert":"hello"}}"#.utf8)
 
     /// Opens `/v1/events` with curl, runs `body` once the stream is open, and returns what the stream
     /// carried once it told of refused streams (or after 10 s).
@@ -81,12 +80,12 @@ struct RefusedStreamTests {
             // The first request is answered and lowers the limit to one (this client never
             // acknowledges SETTINGS, so the limit holds); of the three streams opened in one write
             // after it, one fits, and the two past the limit are refused.
-            try await client.send(H2.request(stream: 1, token: first, body: Self.body))
+            try await client.send(H2.request(stream: 1, token: first, body: Pushes.body))
             _ = await client.waitUntil { H2.parse($0).contains { $0.type == H2.FrameType.headers.rawValue && $0.stream == 1 } }
             try await client.send(
-                H2.request(stream: 3, token: other, body: Self.body)
-                    + H2.request(stream: 5, token: other, body: Self.body)
-                    + H2.request(stream: 7, token: other, body: Self.body))
+                H2.request(stream: 3, token: other, body: Pushes.body)
+                    + H2.request(stream: 5, token: other, body: Pushes.body)
+                    + H2.request(stream: 7, token: other, body: Pushes.body))
             let received = await client.waitUntil {
                 H2.parse($0).filter { $0.type == H2.FrameType.rstStream.rawValue }.count >= 2
             }

@@ -46,7 +46,6 @@ struct SansIOConnectionTests {
         var records: [RawRecord] { (1...max(1, state.records.lastSeq)).compactMap { state.records.record($0) } }
     }
 
-    static let token = String(repeating: "ab", count: 32)
     static let authorization = "bearer " + ((try? MockHarness.demoToken()) ?? "")
 
     static func request(
@@ -98,7 +97,7 @@ struct SansIOConnectionTests {
         let mock = try Mock()
         let client = try mock.client(serverName: "api.sandbox.push.apple.com")
         client.send(Self.request(
-            stream: 1, path: "/3/device/\(Self.token)", authority: "api.sandbox.push.apple.com",
+            stream: 1, path: "/3/device/\(Pushes.token)", authority: "api.sandbox.push.apple.com",
             extra: [("apns-topic", "com.example.app")]))
         let response = try #require(Self.response(client, stream: 1))
         #expect(response[":status"] == "200")
@@ -106,7 +105,7 @@ struct SansIOConnectionTests {
         let record = try #require(mock.records.last)
         #expect(record.kind == .device)
         #expect(record.status == 200)
-        #expect(record.path == "/3/device/\(Self.token)")
+        #expect(record.path == "/3/device/\(Pushes.token)")
         #expect(record.responseWritten)
         #expect(record.apnsID.text == response["apns-id"])
     }
@@ -120,7 +119,7 @@ struct SansIOConnectionTests {
         (ListenerRole.apns, "POST", "/nowhere", RecordKind.device, "404"),
         // A channel-management listener sends every path to its environment's channel API.
         (ListenerRole.channelManagement(.sandbox), "GET", "/1/apps/com.example.app/all-channels", RecordKind.channel, "200"),
-        (ListenerRole.channelManagement(.production), "POST", "/3/device/\(token)", RecordKind.channel, "404"),
+        (ListenerRole.channelManagement(.production), "POST", "/3/device/\(Pushes.token)", RecordKind.channel, "404"),
     ])
     func requestsReachTheirListenersAPI(
         role: ListenerRole, method: String, path: String, kind: RecordKind, status: String
@@ -155,13 +154,13 @@ struct SansIOConnectionTests {
         let other = String(repeating: "cd", count: 32)
         let cancel = H2.frame(.rstStream, stream: 1, payload: H2.be32(8))
         client.send(
-            Self.request(stream: 1, path: "/3/device/\(Self.token)", extra: [("apns-topic", "com.example.app")]) + cancel
+            Self.request(stream: 1, path: "/3/device/\(Pushes.token)", extra: [("apns-topic", "com.example.app")]) + cancel
                 + Self.request(stream: 3, path: "/3/device/\(other)", extra: [("apns-topic", "com.example.app")]))
         #expect(Self.response(client, stream: 1) == nil)
         #expect(Self.response(client, stream: 3)?[":status"] == "200")
         let records = mock.records
         #expect(records.map(\.streamID) == [1, 3])
-        #expect(records.map(\.path) == ["/3/device/\(Self.token)", "/3/device/\(other)"])
+        #expect(records.map(\.path) == ["/3/device/\(Pushes.token)", "/3/device/\(other)"])
         #expect(records.map(\.status) == [200, 200], "decided as any other request")
         #expect(records.map(\.responseWritten) == [false, true], "the first answer never left")
     }
@@ -171,12 +170,12 @@ struct SansIOConnectionTests {
     @Test func requestsOfOneReadAreDecidedInOrder() throws {
         let mock = try Mock()
         let client = try mock.client()
-        client.send(Self.request(stream: 1, path: "/3/device/\(Self.token)", extra: [("apns-topic", "com.example.app")]))
+        client.send(Self.request(stream: 1, path: "/3/device/\(Pushes.token)", extra: [("apns-topic", "com.example.app")]))
         let settings = client.frames.filter { $0.type == H2.FrameType.settings.rawValue && $0.flags & H2.ack == 0 }
         #expect(settings.count == 2, "the initial SETTINGS, then the raised limit")
         let streams: [UInt32] = [3, 5, 7, 9]
         client.send(streams.flatMap {
-            Self.request(stream: $0, path: "/3/device/\(Self.token)", extra: [("apns-topic", "com.example.app")])
+            Self.request(stream: $0, path: "/3/device/\(Pushes.token)", extra: [("apns-topic", "com.example.app")])
         })
         #expect(streams.map { Self.response(client, stream: $0)?[":status"] } == ["200", "200", "200", "200"])
         #expect(mock.records.map(\.streamID) == [1, 3, 5, 7, 9])
@@ -190,10 +189,10 @@ struct SansIOConnectionTests {
         let closing = String(repeating: "cd", count: 32)
         _ = mock.state.faults.add(FaultRule(match: FaultRule.Match(token: closing), action: .close))
         let client = try mock.client()
-        client.send(Self.request(stream: 1, path: "/3/device/\(Self.token)", extra: [("apns-topic", "com.example.app")]))
+        client.send(Self.request(stream: 1, path: "/3/device/\(Pushes.token)", extra: [("apns-topic", "com.example.app")]))
         client.send(
             Self.request(stream: 3, path: "/3/device/\(closing)", extra: [("apns-topic", "com.example.app")])
-                + Self.request(stream: 5, path: "/3/device/\(Self.token)", extra: [("apns-topic", "com.example.app")]))
+                + Self.request(stream: 5, path: "/3/device/\(Pushes.token)", extra: [("apns-topic", "com.example.app")]))
         #expect(Self.response(client, stream: 3) == nil)
         #expect(Self.response(client, stream: 5) == nil)
         let records = mock.records

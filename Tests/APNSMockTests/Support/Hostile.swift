@@ -7,12 +7,10 @@ import Testing
 /// check that a mock still serves, the end of every hostile case (``expectHealthy(_:residentBefore:allowanceMiB:sourceLocation:)``),
 /// and raw TLS clients.
 enum Hostile {
-    static let token = String(repeating: "ab", count: 32)
-    static let body = Array(#"{"aps":{"alert":"hello"}}"#.utf8)
 
     /// The server still serves a well-behaved client.
     static func expectStillServing(
-        _ mock: RunningMock, token: String = token, sourceLocation: SourceLocation = #_sourceLocation
+        _ mock: RunningMock, token: String = Pushes.token, sourceLocation: SourceLocation = #_sourceLocation
     ) async throws {
         let response = try await Curl.send(url: "\(mock.baseURL)/3/device/\(token)", caPath: mock.caPath)
         #expect(response.status == 200, sourceLocation: sourceLocation)
@@ -37,7 +35,7 @@ enum Hostile {
         sourceLocation: SourceLocation = #_sourceLocation
     ) async throws {
         #expect(server.isAlive, "the mock's process died", sourceLocation: sourceLocation)
-        let response = try await Curl.send(url: "\(server.baseURL)/3/device/\(token)", caPath: server.caPath)
+        let response = try await Curl.send(url: "\(server.baseURL)/3/device/\(Pushes.token)", caPath: server.caPath)
         #expect(response.status == 200, sourceLocation: sourceLocation)
         var resident = server.residentKiB
         let deadline = ContinuousClock.now + .seconds(10)
@@ -60,7 +58,7 @@ enum Hostile {
     }
 
     static let postHeaders: [(String, String)] = [
-        (":method", "POST"), (":scheme", "https"), (":path", "/3/device/\(token)"), (":authority", "localhost"),
+        (":method", "POST"), (":scheme", "https"), (":path", "/3/device/\(Pushes.token)"), (":authority", "localhost"),
         ("apns-topic", "com.example.app"), ("authorization", Curl.demoAuthorization ?? ""),
     ]
 }
