@@ -1,5 +1,4 @@
 import APNSMockCore
-internal import CAPNSMockShims
 import Synchronization
 
 /// The bounded record of every request, written by all event loops and read by the admin API.
@@ -25,7 +24,7 @@ import Synchronization
 final class RecordStore: Sendable {
     /// 0 turns recording off (for benchmarks): ``append(_:)`` returns at once.
     let capacity: Int
-    private let stripes: [Stripe]
+    private let stripes: [RecordStripe]
     private let stripeCount: Int
     /// Last `seq` handed out.
     private let head = Atomic<UInt64>(0)
@@ -35,65 +34,11 @@ final class RecordStore: Sendable {
     /// Waiters and event streams, and the dispatcher that serves them.
     let subscriptions = Subscriptions()
 
-    /// Records are held by value in their slots: appending moves the record in and the evicted
-    /// one out under the stripe's lock, so a record costs no allocation of its own, and the evicted
-    /// record is destroyed after the lock is released.
-    private final class Stripe: Sendable {
-        let slots: Mutex<Slots>
-        let size: Int
-        /// Where the stripe's records and tags start, for prefetching a slot ahead of its store
-        /// without the lock: replaced (under the lock) only when ``removeAll()`` swaps the storage,
-        /// and a prefetch of a stale address is harmless (a hint, it never faults).
-        let elementBase: Atomic<UInt>
-        let tagBase: Atomic<UInt>
-
-        init(size: Int) {
-            self.size = size
-            let slots = Slots(size: size)
-            let (element, tag) = slots.addresses(at: 0)
-            elementBase = Atomic(element)
-            tagBase = Atomic(tag)
-            self.slots = Mutex(slots)
-        }
-    }
-
-    /// A stripe's records in fixed storage, tagged with their `seq` (0: empty), so that checking a
-    /// slot reads one word. Allocated whole up front; only ever touched under its stripe's lock.
-    private struct Slots: ~Copyable {
-        private var storage: TaggedSlots<RawRecord>
-
-        init(size: Int) {
-            storage = TaggedSlots(count: size)
-        }
-
-        /// Builds the record for `seq` at `position` and returns the record it displaces; or, when a
-        /// writer `capacity` records later got there first, leaves the slot alone and returns the
-        /// built record itself, already evicted.
-        mutating func store(seq: UInt64, at position: Int, _ make: @Sendable (UInt64) -> RawRecord) -> RawRecord? {
-            if storage.tag(at: position) > seq {
-                return make(seq)
-            }
-            return storage.store(tag: seq, at: position) { make(seq) }
-        }
-
-        func record(_ seq: UInt64, at position: Int) -> RawRecord? {
-            storage.element(at: position, taggedAs: seq)
-        }
-
-        mutating func modify(_ seq: UInt64, at position: Int, _ body: (inout RawRecord) -> Void) -> Bool {
-            storage.modify(at: position, taggedAs: seq, body)
-        }
-
-        func addresses(at position: Int) -> (element: UInt, tag: UInt) {
-            storage.addresses(at: position)
-        }
-    }
-
     init(capacity: Int, stripes: Int = 16) {
         self.capacity = max(0, capacity)
         self.stripeCount = max(1, min(stripes, max(1, capacity)))
         let stripeSize = (self.capacity + self.stripeCount - 1) / self.stripeCount
-        self.stripes = (0..<self.stripeCount).map { _ in Stripe(size: stripeSize) }
+        self.stripes = (0..<self.stripeCount).map { _ in RecordStripe(size: stripeSize) }
     }
 
     var isEnabled: Bool { capacity > 0 }
@@ -175,12 +120,7 @@ final class RecordStore: Sendable {
     @inline(__always)
     private func prefetchSlot(of seq: UInt64) {
         let slot = Int((seq - 1) % UInt64(capacity))
-        let stripe = stripes[slot % stripeCount]
-        let position = UInt(slot / stripeCount)
-        let element = stripe.elementBase.load(ordering: .relaxed) &+ position &* UInt(MemoryLayout<RawRecord>.stride)
-        let tag = stripe.tagBase.load(ordering: .relaxed) &+ position &* UInt(MemoryLayout<UInt64>.stride)
-        CAPNSMockShims_prefetch_for_write(UnsafeRawPointer(bitPattern: element), UInt(MemoryLayout<RawRecord>.size))
-        CAPNSMockShims_prefetch_for_write(UnsafeRawPointer(bitPattern: tag), 8)
+        stripes[slot % stripeCount].prefetchForWrite(position: slot / stripeCount)
     }
 
     /// The record `seq` if its slot still holds it; `seq` must have been handed out (the dispatcher
@@ -232,14 +172,7 @@ final class RecordStore: Sendable {
     func removeAll() {
         for stripe in stripes {
             // The old records are released after the lock is.
-            let old = stripe.slots.withLock { slots -> Slots in
-                var old = Slots(size: stripe.size)
-                swap(&old, &slots)
-                let (element, tag) = slots.addresses(at: 0)
-                stripe.elementBase.store(element, ordering: .relaxed)
-                stripe.tagBase.store(tag, ordering: .relaxed)
-                return old
-            }
+            let old = stripe.replaceSlots()
             _ = consume old
         }
         // Only now: a writer that took its seq before this point may have stored into storage
