@@ -51,10 +51,18 @@ public struct APNSMockServer: Sendable {
                 },
                 logger: logger))
         let task = Task { try await group.run() }
-        guard await assembly.board.waitForAll() else {
-            // A listener could not bind: the group shuts the others down and throws its error.
+        let board = assembly.board
+        let listening = await withTaskCancellationHandler {
+            await board.waitForAll()
+        } onCancel: {
+            board.stopping()
+        }
+        guard listening else {
+            // A listener could not bind (the group shuts the others down and throws its error), or
+            // the caller was cancelled.
+            await group.triggerGracefulShutdown()
             try await task.value
-            throw CancellationError()
+            throw MockStartError()
         }
         return RunningAPNSListener(board: assembly.board, state: assembly.state, services: group, task: task, logger: logger)
     }
@@ -209,6 +217,12 @@ struct ProxyDestinations: Sendable {
         case .channelManagement(.production): production
         }
     }
+}
+
+/// The mock stopped before every listener was bound, without an error of a listener's: the task
+/// that called ``APNSMockServer/start()`` was cancelled.
+public struct MockStartError: Error, CustomStringConvertible {
+    public var description: String { "apns-mock stopped before every listener was bound (the start was cancelled)" }
 }
 
 /// A running mock started in-process by ``APNSMockServer/start()``: every listener bound.

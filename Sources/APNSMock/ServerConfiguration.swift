@@ -60,6 +60,8 @@ public struct ServerConfiguration: Sendable {
     public var devices: DeviceRegistry
     /// Teams and their token-auth keys, with key paths as they are to be opened (the command
     /// resolves relative ones). Loaded at start-up; a bad key file stops it (``TokenKeyError``).
+    /// The default is the model's demo team, whose key file `serve` creates; a mock started
+    /// in-process sets its own (``MockHarness`` uses the demo team with its generated key).
     public var teams: [Configuration.Team]
     /// Seconds a token-auth connection must keep its token before sending a new one; sooner is
     /// 429 TooManyProviderTokenUpdates (Apple: 20 minutes).

@@ -21,6 +21,8 @@ struct LifecycleTests {
             _ = try await MockHarness.withRunningMock(configure: {
                 $0.port = apnsPort
                 $0.broadcast.sandboxPort = taken.port
+                // The proxy waits for the TLS listeners, and must not end the group early.
+                $0.proxy.port = 0
             }) { _ in Issue.record("started with broadcast.sandboxPort taken") }
         } catch let error as ListenerBindError {
             #expect(error.setting == "broadcast.sandboxPort" && error.port == taken.port, "\(error)")
@@ -115,6 +117,33 @@ struct LifecycleTests {
     /// Every TLS listener hears about the shutdown, not only the first one bound: a connection on
     /// each channel-management listener gets GOAWAY Shutdown too, and is closed within the grace
     /// period rather than cut off when the event loops stop.
+    /// Every TLS listener stops accepting and sends GOAWAY at once, although the service group
+    /// stops them one after the other: a stream held on the listener stopped first (channel
+    /// management, production) does not keep the APNs listener open while it drains.
+    @Test func listenersDrainTogether() async throws {
+        try await MockHarness.withRunningMock(configure: { $0.shutdownGracePeriod = .seconds(40) }) { mock in
+            let rule = try await mock.admin.addFault(json: #"{"match":{"kind":"channel"},"delayMs":10000}"#)
+            #expect(rule.status == 201)
+            let held = Task {
+                try? await BroadcastTests.manage(mock, "GET", path: "/1/apps/\(BroadcastTests.app)/all-channels", environment: .production)
+            }
+            let deadline = ContinuousClock.now + .seconds(10)
+            while try await mock.admin.stats().requests == 0, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            let apns = try await RawClient.connect(port: mock.apnsPort, security: .tls(caPath: mock.caPath, alpn: ["h2"]))
+            try await apns.send(H2.preface + H2.settings())
+            _ = await apns.waitUntil { H2.parse($0).contains { $0.type == H2.FrameType.settings.rawValue } }
+            async let stopped: Void = mock.listener.shutdown()
+            // Well before the held answer (10 s) would let the production listener finish draining.
+            let outcome = await apns.waitForClose(timeout: .seconds(7))
+            #expect(H2.parse(outcome.received).compactMap(\.goaway).first?.debug == #"{"reason":"Shutdown"}"#,
+                    "the APNs listener waited for another listener's drain")
+            await stopped
+            _ = await held.value
+        }
+    }
+
     @Test func shutdownReachesEveryListener() async throws {
         // A long grace period: a connection nobody told to go away keeps the shutdown waiting for
         // all of it, where told ones close at once (well under a second idle; a few on a loaded CI).

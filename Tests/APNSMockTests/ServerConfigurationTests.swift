@@ -23,6 +23,8 @@ import Testing
         #expect(runtime.admin.maxConnections == Configuration.Admin.defaultMaxConnections)
         #expect(runtime.admin.idleTimeout == .seconds(Int64(model.admin.idleTimeout)))
         #expect(runtime.faultSeed == nil && runtime.shrinkStreamsAfterRejection == false)
+        // The demo team, whose key `serve` creates; an in-process mock sets its own teams.
+        #expect(runtime.teams == model.teams && runtime.allowedTopics == model.allowedTopics)
     }
 
     @Test func everyFileSettingReachesTheRuntime() throws {

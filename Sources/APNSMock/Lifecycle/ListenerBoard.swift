@@ -25,6 +25,9 @@ final class ListenerBoard: Sendable {
         var drainDeadline: NIODeadline?
         var announced = false
         var waiters: [CheckedContinuation<Void, Never>] = []
+        /// Each bound TLS listener's way to start its drain (GOAWAY to its connections), by index.
+        var drains: [Int: @Sendable () -> Void] = [:]
+        var draining = false
     }
 
     init(expected: [ListenerAddress], gracePeriod: TimeAmount, onListening: (@Sendable (ListenerPorts) -> Void)?) {
@@ -55,6 +58,34 @@ final class ListenerBoard: Sendable {
     /// Shutting down began: health says so, and waiters stop waiting.
     func stopping() {
         update { $0.stopping = true }
+    }
+
+    /// Registers how listener `index` starts its drain. Called once it is bound; if draining began
+    /// already, it starts at once.
+    func onDrain(_ index: Int, _ start: @escaping @Sendable () -> Void) {
+        let now = state.withLock { state -> Bool in
+            if state.draining { return true }
+            state.drains[index] = start
+            return false
+        }
+        if now { start() }
+    }
+
+    /// Forgets listener `index`'s drain (it stopped), so that nothing keeps its quiescing helper.
+    func forgetDrain(_ index: Int) {
+        _ = state.withLock { $0.drains.removeValue(forKey: index) }
+    }
+
+    /// Starts every TLS listener's drain at once: the first listener the service group stops calls
+    /// it, so that none keeps accepting while the others drain. Later calls do nothing.
+    func drainAll() {
+        let starts = state.withLock { state -> [@Sendable () -> Void] in
+            guard !state.draining else { return [] }
+            state.draining = true
+            defer { state.drains.removeAll() }
+            return Array(state.drains.values)
+        }
+        for start in starts { start() }
     }
 
     /// When the listeners' drain ends: the grace period from the first listener that asks, so that

@@ -53,6 +53,11 @@ struct TLSListenerService: Service {
             throw error
         }
         let port = channel.localAddress?.port ?? address.port
+        let loop = channel.eventLoop
+        let drained = loop.makePromise(of: Void.self)
+        // Every TLS listener starts its drain when the first of them is stopped (the service group
+        // stops them one after the other): none keeps accepting while another drains.
+        board.onDrain(index) { quiesce.initiateShutdown(promise: drained) }
         board.bound(index, port: port)
         logger.info(
             address.role == .apns ? "APNs listener up" : "channel-management listener up",
@@ -63,18 +68,16 @@ struct TLSListenerService: Service {
         try? await gracefulShutdown()
         board.stopping()
         let deadline = board.drainDeadline()
-        let open = routes.state.connections.open
         logger.info("shutting down: GOAWAY to the listener's connections", metadata: [
-            "listener": "\(address.name)", "open connections (all listeners)": "\(open)",
+            "listener": "\(address.name)", "open connections (all listeners)": "\(routes.state.connections.open)",
         ])
-        let loop = channel.eventLoop
-        let drained = loop.makePromise(of: Void.self)
-        quiesce.initiateShutdown(promise: drained)
+        board.drainAll()
         let outcome = loop.makePromise(of: Bool.self)
         let timer = loop.scheduleTask(deadline: deadline) { outcome.succeed(false) }
         drained.futureResult.whenComplete { _ in outcome.succeed(true) }
         let inTime = (try? await outcome.futureResult.get()) ?? false
         timer.cancel()
+        board.forgetDrain(index)
         if !inTime {
             logger.warning(
                 "grace period over; the remaining connections close with the event loops",
@@ -94,13 +97,18 @@ struct ProxyListenerService: Service {
     let logger: Logger
 
     func run() async throws {
-        // Waiting ends early when another listener fails or shutting down begins.
-        let ready = await withGracefulShutdownHandler {
+        // Waiting ends early when another listener fails, or shutting down or cancellation begins.
+        let ready = await withTaskCancellationOrGracefulShutdownHandler {
             await board.waitForTLSListeners()
-        } onGracefulShutdown: {
+        } onCancelOrGracefulShutdown: {
             board.stopping()
         }
-        guard ready else { return }
+        guard ready else {
+            // Returning now would count as ending unexpectedly and cancel the group; wait for the
+            // group's own shutdown instead, which a failed listener has started.
+            try? await gracefulShutdown()
+            return
+        }
         let destinations = ProxyDestinations(board.listeners)
         let channel: any Channel
         do {
