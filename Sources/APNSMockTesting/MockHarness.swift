@@ -50,13 +50,11 @@ public enum MockHarness {
             keyPEM: pem, teamID: "DEMOTEAM01", keyID: "DEMOKEY001", issuedAt: Int(Date().timeIntervalSince1970))
     }
 
-    /// Starts a mock on port 0, runs `body`, then shuts the mock down gracefully (also when
-    /// `body` throws).
-    public static func withRunningMock<T>(
-        configure: (inout ServerConfiguration) -> Void = { _ in },
-        logger: Logger = Logger(label: "apns-mock-test", factory: { _ in SwiftLogNoOpLogHandler() }),
-        _ body: (RunningMock) async throws -> T
-    ) async throws -> T {
+    /// The settings ``withRunningMock(configure:logger:_:)`` starts from: every listener on a free
+    /// port of 127.0.0.1, two event-loop threads, the shared test certificates, the demo team with
+    /// its generated key, and a 5-second grace period. For a test that runs the mock's services
+    /// itself (``APNSMockServer/services()``).
+    public static func configuration() throws -> ServerConfiguration {
         let material = try sharedCertificates()
         var configuration = ServerConfiguration()
         configuration.port = 0
@@ -69,6 +67,18 @@ public enum MockHarness {
         configuration.clientCAPath = material.caPath
         configuration.shutdownGracePeriod = .seconds(5)
         configuration.teams = [try demoTeam()]
+        return configuration
+    }
+
+    /// Starts a mock on port 0, runs `body`, then shuts the mock down gracefully (also when
+    /// `body` throws).
+    public static func withRunningMock<T>(
+        configure: (inout ServerConfiguration) -> Void = { _ in },
+        logger: Logger = Logger(label: "apns-mock-test", factory: { _ in SwiftLogNoOpLogHandler() }),
+        _ body: (RunningMock) async throws -> T
+    ) async throws -> T {
+        let material = try sharedCertificates()
+        var configuration = try Self.configuration()
         configure(&configuration)
         let listener = try await APNSMockServer(configuration: configuration, logger: logger).start()
         let mock = RunningMock(listener: listener, certificates: material)

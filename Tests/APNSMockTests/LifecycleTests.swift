@@ -15,7 +15,7 @@ struct LifecycleTests {
     @Test func aListenerThatCannotBindStopsTheOthers() async throws {
         let taken = try RefusingPort()
         // A port for the APNs listener that no other test's listener can be given meanwhile.
-        let reserved = try ReservedPort()
+        let reserved = try RefusingPort(sharable: true)
         let apnsPort = reserved.port
         do {
             _ = try await MockHarness.withRunningMock(configure: {
@@ -36,18 +36,9 @@ struct LifecycleTests {
     /// `serve`'s way: the mock's services in the caller's service group, stopped by its graceful
     /// shutdown (as SIGTERM does), with every listener named in the listening callback.
     @Test func theServicesRunInTheCallersServiceGroup() async throws {
-        var configuration = ServerConfiguration()
-        let material = try MockHarness.sharedCertificates()
-        configuration.port = 0
-        configuration.admin.port = 0
-        configuration.broadcast.sandboxPort = 0
-        configuration.broadcast.productionPort = 0
+        var configuration = try MockHarness.configuration()
         configuration.proxy.port = 0
         configuration.threads = 1
-        configuration.certificatePath = material.serverCertificatePath
-        configuration.privateKeyPath = material.serverKeyPath
-        configuration.clientCAPath = material.caPath
-        configuration.teams = [try MockHarness.demoTeam()]
         let (announcements, announce) = AsyncStream.makeStream(of: ListenerPorts.self)
         let server = APNSMockServer(
             configuration: configuration, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }),
@@ -174,36 +165,4 @@ struct LifecycleTests {
             #expect(outcome.closed)
         }
     }
-}
-
-/// A loopback port kept out of the kernel's hands: bound with SO_REUSEADDR and never listening, so
-/// that a listener (which sets SO_REUSEADDR too) may still bind it, while no port-0 listener of
-/// another test is given it.
-private final class ReservedPort: Sendable {
-    let port: Int
-    private let descriptor: Int32
-
-    init() throws {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw POSIXError(.EMFILE) }
-        var one: Int32 = 1
-        setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
-                bind(descriptor, address, length) == 0 && getsockname(descriptor, address, &length) == 0
-            }
-        }
-        guard bound else {
-            close(descriptor)
-            throw POSIXError(.EADDRINUSE)
-        }
-        self.descriptor = descriptor
-        port = Int(UInt16(bigEndian: address.sin_port))
-    }
-
-    deinit { close(descriptor) }
 }
