@@ -20,7 +20,7 @@ struct ConnectionContext: Sendable {
 struct ConnectionState {
     var random = FastRandom()
     var devices: StateSnapshot<DeviceRegistry>
-    var channels: ChannelStore.Snapshot
+    var channels: StateSnapshot<ChannelRegistry>
     var memo = ValidationMemo()
     var shapes = RecordShapes()
     /// When the connection's current batch of input was read (see ``readTime()``).

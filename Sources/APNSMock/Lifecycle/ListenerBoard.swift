@@ -115,7 +115,7 @@ final class ListenerBoard: Sendable {
         state.withLock { state in
             let ports = Self.ports(of: state, expected: expected)
             if state.stopping { return .stopping(ports) }
-            return isComplete(state) ? .ok(ports) : .starting(ports)
+            return Self.isComplete(state, expected: expected) ? .ok(ports) : .starting(ports)
         }
     }
 
@@ -130,7 +130,7 @@ final class ListenerBoard: Sendable {
     /// Waits until every listener, the admin one included, is bound (true), or until one failed or
     /// shutting down began (false).
     func waitForAll() async -> Bool {
-        await wait { [expected] state in state.bound.count == expected.count && state.adminPort != nil }
+        await wait { [expected] state in Self.isComplete(state, expected: expected) }
     }
 
     // MARK: Internals
@@ -159,7 +159,7 @@ final class ListenerBoard: Sendable {
             let woken = state.waiters
             state.waiters.removeAll()
             var announce: ListenerPorts?
-            if !state.announced, !state.failed, !state.stopping, isComplete(state) {
+            if !state.announced, !state.failed, !state.stopping, Self.isComplete(state, expected: expected) {
                 state.announced = true
                 announce = Self.ports(of: state, expected: expected)
             }
@@ -169,7 +169,7 @@ final class ListenerBoard: Sendable {
         if let announce { onListening?(announce) }
     }
 
-    private func isComplete(_ state: State) -> Bool {
+    private static func isComplete(_ state: State, expected: [ListenerAddress]) -> Bool {
         state.bound.count == expected.count && state.adminPort != nil
     }
 

@@ -14,15 +14,10 @@ final class ChannelStore: Sendable {
     private let generator = Mutex((created: UInt64(0), random: FastRandom()))
     let settings: BroadcastSettings
 
-    typealias Snapshot = StateSnapshot<ChannelRegistry>
-
     init(settings: BroadcastSettings) {
         self.settings = settings
         registry = VersionedValue(ChannelRegistry(settings.channels))
     }
-
-    /// The channels as they are now (a copy-on-write value).
-    var current: ChannelRegistry { registry.current }
 
     /// Why a channel could not be created.
     enum CreateError: Error, Equatable {

@@ -47,7 +47,7 @@ protocol ChannelState: AnyObject, Sendable {
 }
 
 extension ChannelState {
-    /// The channels as they are now.
+    /// The channels as they are now (a copy-on-write value).
     var current: ChannelRegistry { registry.current }
 
     func create(bundleID: String, environment: APNSEnvironment, policy: MessageStoragePolicy) -> Result<BroadcastChannel, ChannelStore.CreateError> {
