@@ -10,18 +10,22 @@ public struct BroadcastContext: Sendable {
     /// The authenticator's refusal of the credentials, if any.
     public var authenticationFailure: Rejection?
     public var channels: ChannelRegistry
+    /// The version of ``channels`` in its store, which moves with every change; `nil` when
+    /// unknown (then a broadcast's channel is looked up afresh every time).
+    public var channelsVersion: UInt64?
     public var settings: BroadcastSettings
     public var validation: ValidationSettings
 
     public init(
         environment: APNSEnvironment, allowedTopics: AllowedTopics = .any, authenticationFailure: Rejection? = nil,
-        channels: ChannelRegistry = ChannelRegistry(), settings: BroadcastSettings = BroadcastSettings(),
-        validation: ValidationSettings = ValidationSettings()
+        channels: ChannelRegistry = ChannelRegistry(), channelsVersion: UInt64? = nil,
+        settings: BroadcastSettings = BroadcastSettings(), validation: ValidationSettings = ValidationSettings()
     ) {
         self.environment = environment
         self.allowedTopics = allowedTopics
         self.authenticationFailure = authenticationFailure
         self.channels = channels
+        self.channelsVersion = channelsVersion
         self.settings = settings
         self.validation = validation
     }
@@ -138,6 +142,20 @@ public enum BroadcastStep: String, CaseIterable, Sendable {
         .payloadSize, .strictLint,
     ]
 
+    /// Whether the step reads only the request's known headers and the configuration (not the
+    /// credentials, the channels or the body): its answer repeats while the headers do, which lets
+    /// a connection remember it (``BroadcastValidator/decideBroadcast(_:context:memo:)``).
+    public var readsHeadersOnly: Bool {
+        switch self {
+        case .managementRoute, .broadcastRoute, .messageID, .bundle, .requestID, .featureEnabled, .channelID, .pushType,
+             .expiration, .priority:
+            true
+        case .authentication, .topicMismatch, .channelRegistered, .expirationForStoragePolicy, .payloadSize, .strictLint,
+             .createBody:
+            false
+        }
+    }
+
     /// The reasons this step can answer with.
     public var reasons: [Reason] {
         switch self {
@@ -173,7 +191,7 @@ public struct BroadcastValidator: Sendable {
     public static let channelPushType = "LiveActivity"
 
     /// What the checks so far have interpreted, for the checks after them.
-    private struct Draft {
+    struct Draft {
         /// The bundle the path names, once the route step has read it.
         var bundleID: String?
         var bundle: String { bundleID ?? "" }
@@ -212,17 +230,50 @@ public struct BroadcastValidator: Sendable {
         return ChannelRequestVerdict(operation: draft.operation, bundleID: bundleID, channelID: request.channelID, outcome: outcome)
     }
 
+    /// What a broadcast's header steps (``BroadcastStep/readsHeadersOnly``) made of its headers:
+    /// the draft they leave, and the first of them that rejects, if one does.
+    struct HeaderOutcome {
+        var draft: Draft
+        var failure: (step: BroadcastStep, rejection: Rejection)?
+    }
+
     /// `POST /4/broadcasts/apps/<bundle>` on the APNs listener, checked in
     /// ``BroadcastStep/broadcastOrder``.
+    ///
+    /// The steps that read only the headers and the configuration are run once for a connection's
+    /// headers and remembered in `memo` while the headers repeat (compared as the device push's
+    /// header memo compares them); the others (credentials, the channel, the payload) run for
+    /// every broadcast. The order of the answers is the same either way: a remembered failure
+    /// answers at its own step, after the steps before it ran. The settings must be the same for
+    /// every broadcast of one memo (they are the configuration's).
     public func decideBroadcast(
         _ request: PushRequest, context: BroadcastContext, memo: inout ValidationMemo
     ) -> BroadcastVerdict {
-        var draft = Draft()
+        // The key is compared where it is stored: copying it out would copy a whole request.
+        let headers: HeaderOutcome
+        if memo.broadcastHeaders?.key.matches(request, certificateTopic: nil) == true,
+           let outcome = memo.broadcastHeaders?.outcome {
+            headers = outcome
+        } else {
+            var draft = Draft()
+            var failure: (step: BroadcastStep, rejection: Rejection)?
+            for step in BroadcastStep.broadcastOrder where step.readsHeadersOnly {
+                if let rejection = check(step, request, context, &draft, &memo) {
+                    failure = (step, rejection)
+                    break
+                }
+            }
+            headers = HeaderOutcome(draft: draft, failure: failure)
+            memo.broadcastHeaders = (ValidationMemo.HeaderKey(request, certificateTopic: nil), headers)
+        }
+        var draft = headers.draft
         for step in BroadcastStep.broadcastOrder {
+            if let failure = headers.failure, failure.step == step {
+                return BroadcastVerdict(bundleID: draft.bundleID, channelID: request.channelID, outcome: .rejected(failure.rejection))
+            }
+            if step.readsHeadersOnly { continue }
             if let rejection = check(step, request, context, &draft, &memo) {
-                return BroadcastVerdict(
-                    bundleID: draft.bundleID, channelID: request.channelID,
-                    outcome: .rejected(rejection))
+                return BroadcastVerdict(bundleID: draft.bundleID, channelID: request.channelID, outcome: .rejected(rejection))
             }
         }
         guard let channel = draft.channel else {
@@ -285,7 +336,7 @@ public struct BroadcastValidator: Sendable {
         case .topicMismatch:
             // The Live Activity topic is built only when the bundle itself is not allowed.
             let bundleID = draft.bundle
-            return context.allowedTopics.allows(topic: bundleID, bundleID: Substring(bundleID))
+            return memo.allows(topic: bundleID, bundleID: Substring(bundleID), in: context.allowedTopics)
                 || context.allowedTopics.allows(topic: bundleID + PushType.liveactivity.topicSuffix, bundleID: Substring(bundleID))
                 ? nil : Rejection(.topicMismatch)
 
@@ -321,7 +372,7 @@ public struct BroadcastValidator: Sendable {
 
         case .channelRegistered:
             guard draft.operation != .create, draft.operation != .list, let channelID = request.channelID else { return nil }
-            draft.channel = context.channels.channel(id: channelID, bundleID: draft.bundle, environment: context.environment)
+            draft.channel = Self.channel(channelID, bundleID: draft.bundle, context: context, memo: &memo)
             return draft.channel == nil ? Rejection(.channelNotRegistered) : nil
 
         case .expirationForStoragePolicy:
@@ -350,6 +401,24 @@ public struct BroadcastValidator: Sendable {
             guard draft.operation == .create else { return nil }
             return checkCreateBody(request, context: context, &draft)
         }
+    }
+
+    /// The channel a request names, remembered for the last look-up while the registry's version
+    /// stays the same: the ID compares by identity first (a connection repeating it hands in the
+    /// same String), the bundle ID is the memoized draft's.
+    private static func channel(
+        _ id: String, bundleID: String, context: BroadcastContext, memo: inout ValidationMemo
+    ) -> BroadcastChannel? {
+        guard let version = context.channelsVersion else {
+            return context.channels.channel(id: id, bundleID: bundleID, environment: context.environment)
+        }
+        if let last = memo.broadcastChannel, last.version == version, last.environment == context.environment,
+           last.id == id, last.bundleID == bundleID {
+            return last.channel
+        }
+        let channel = context.channels.channel(id: id, bundleID: bundleID, environment: context.environment)
+        memo.broadcastChannel = (id, bundleID, context.environment, version, channel)
+        return channel
     }
 
     /// The create body: `{"message-storage-policy": 0|1, "push-type": "LiveActivity"}`, both

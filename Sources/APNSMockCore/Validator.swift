@@ -460,6 +460,11 @@ public struct ValidationMemo: Sendable {
     private var allowedTopics = AllowedTopics.any
     private var allowedAnswer = true
     fileprivate var headerOutcome: (key: HeaderKey, outcome: HeaderOutcome)?
+    /// A broadcast's header steps, for the last broadcast's headers (``BroadcastValidator``).
+    var broadcastHeaders: (key: HeaderKey, outcome: BroadcastValidator.HeaderOutcome)?
+    /// The last channel a broadcast looked up: its ID (the String the request carried), bundle
+    /// and environment, the registry version it was read at, and what the look-up found.
+    var broadcastChannel: (id: String, bundleID: String, environment: APNSEnvironment, version: UInt64, channel: BroadcastChannel?)?
 
     public init() {}
 
@@ -467,7 +472,7 @@ public struct ValidationMemo: Sendable {
     /// other headers, whose storage stays the stream's) and the certificate's topic. Strings
     /// compare by identity first, and the server hands in the same String objects when a
     /// connection repeats a value, so a match costs a few word comparisons.
-    fileprivate struct HeaderKey {
+    struct HeaderKey {
         var headers: PushRequest
         var certificateTopic: String?
 

@@ -49,8 +49,8 @@ struct BroadcastValidatorTests {
     }
 
     /// One failing request per step of ``BroadcastStep/broadcastOrder``, and the reason it gets.
-    @Test func eachBroadcastStepAnswersItsReason() {
-        let rows: [(BroadcastStep, Reason, PushRequest, BroadcastContext)] = [
+    static var stepRows: [(BroadcastStep, Reason, PushRequest, BroadcastContext)] {
+        [
             (.broadcastRoute, .badPath, Self.broadcast { $0.path = "/4/broadcasts/apps/com.example.app/x" }, Self.context()),
             (.broadcastRoute, .methodNotAllowed, Self.broadcast { $0.method = "GET" }, Self.context()),
             (.messageID, .badMessageId, Self.broadcast { $0.apnsID = "not-a-uuid" }, Self.context()),
@@ -74,11 +74,54 @@ struct BroadcastValidatorTests {
             (.strictLint, .payloadEmpty, Self.broadcast { $0.body = Array(#"{"aps":{"event":"start"}}"#.utf8); $0.bodyLength = $0.body.count },
              Self.context { $0.validation.strictLint = true }),
         ]
+    }
+
+    @Test func eachBroadcastStepAnswersItsReason() {
+        let rows = Self.stepRows
         for (step, reason, request, context) in rows {
             #expect(step.reasons.contains(reason), "\(step) does not list \(reason)")
             #expect(Self.decide(request, context).rejection?.reason == reason, "\(step): expected \(reason)")
         }
         #expect(Set(rows.map(\.0)) == Set(BroadcastStep.broadcastOrder), "every step of the order has a row")
+    }
+
+    /// A connection's memo never changes a decision: each row, and a well-formed broadcast, decided
+    /// after a passing broadcast and after itself on one memo (with the row's settings, which a
+    /// memo's connection keeps), decides as a fresh walk of every step does; so does a broadcast
+    /// whose header fault comes after a credentials fault.
+    @Test func memoisedBroadcastsDecideAsFreshOnes() {
+        var rows = Self.stepRows.map { ($0.2, $0.3) }
+        rows.append((Self.broadcast(), Self.context()))
+        rows.append((Self.broadcast { $0.priority = "7" }, Self.context { $0.authenticationFailure = Rejection(.invalidProviderToken) }))
+        rows.append((Self.broadcast { $0.priority = "7" }, Self.context { $0.allowedTopics = .bundleIDs(["com.example.other"]) }))
+        for (request, context) in rows {
+            let fresh = Self.decide(request, context)
+            var memo = ValidationMemo()
+            for first in [Self.broadcast(), request, Self.broadcast()] {
+                _ = BroadcastValidator().decideBroadcast(first, context: context, memo: &memo)
+                #expect(BroadcastValidator().decideBroadcast(request, context: context, memo: &memo) == fresh, "\(fresh)")
+            }
+        }
+    }
+
+    /// The remembered channel look-up follows the registry: a channel deleted (a new version) is
+    /// no longer found, and without a version every broadcast looks it up again.
+    @Test func theChannelMemoFollowsTheRegistrysVersion() {
+        var memo = ValidationMemo()
+        let validator = BroadcastValidator()
+        var context = Self.context { $0.channelsVersion = 1 }
+        #expect(validator.decideBroadcast(Self.broadcast(), context: context, memo: &memo).rejection == nil)
+        var emptied = ChannelRegistry()
+        emptied.insert(BroadcastChannel(
+            bundleID: "com.example.app", environment: .sandbox, id: Self.noStorageChannelID, storagePolicy: .noMessageStored))
+        context.channels = emptied
+        context.channelsVersion = 2
+        #expect(validator.decideBroadcast(Self.broadcast(), context: context, memo: &memo).rejection?.reason == .channelNotRegistered)
+        context.channels = Self.context().channels
+        context.channelsVersion = nil
+        #expect(validator.decideBroadcast(Self.broadcast(), context: context, memo: &memo).rejection == nil)
+        context.channels = emptied
+        #expect(validator.decideBroadcast(Self.broadcast(), context: context, memo: &memo).rejection?.reason == .channelNotRegistered)
     }
 
     /// With two faults, the step earlier in the order decides.

@@ -192,9 +192,10 @@ extension BroadcastContext {
     ) -> (AuthenticationResult, BroadcastContext) {
         let auth = authenticator.authenticate(
             authorization: request.authorization, environment: environment, now: authenticator.now(), state: &state.auth)
+        let registry = state.channels.refreshed(from: channels.registry)
         let context = BroadcastContext(
             environment: environment, allowedTopics: auth.allowedTopics, authenticationFailure: auth.failure,
-            channels: state.channels.refreshed(from: channels.registry), settings: settings, validation: validation)
+            channels: registry, channelsVersion: state.channels.version, settings: settings, validation: validation)
         return (auth, context)
     }
 }

@@ -42,7 +42,8 @@ typealias DeviceStore = VersionedValue<DeviceRegistry>
 /// value's version moved, which costs one atomic load per request.
 struct StateSnapshot<Value: Sendable> {
     private(set) var value: Value
-    private var version: UInt64
+    /// The store's version the value was read at.
+    private(set) var version: UInt64
 
     init(_ store: some VersionedState<Value>) {
         version = store.version
