@@ -69,7 +69,9 @@ final class APNSConnection {
     @exclusivity(unchecked) private var context: ConnectionContext
     @exclusivity(unchecked) private var requestState: ConnectionState
 
-    init(id: UInt64, tlsContext: TLSContext, settings: HTTP2Settings, routes: ListenerRoutes, logger: Logger) throws {
+    init(
+        id: UInt64, tlsContext: TLSContext, settings: HTTP2Settings, routes: ListenerRoutes, logger: Logger, loopIndex: Int = 0
+    ) throws {
         self.id = id
         self.tls = try TLSConnection(context: tlsContext)
         self.settings = settings
@@ -79,7 +81,7 @@ final class APNSConnection {
         let number = routes.state.connectionNumber(of: id)
         self.logger = logger
         self.logger[metadataKey: "connection"] = "\(number)"
-        self.context = ConnectionContext(connectionID: id, connectionNumber: number, sniEnvironment: nil)
+        self.context = ConnectionContext(connectionID: id, connectionNumber: number, sniEnvironment: nil, loopIndex: loopIndex)
         self.requestState = ConnectionState(state: routes.state)
     }
 
