@@ -139,7 +139,6 @@ extension APNSMockServer {
         let refusals = RefusalLog(
             listener: name, limit: configuration.maxConnections, setting: "server.maxConnections", logger: logger)
         let timeouts = ConnectionTimeouts(configuration)
-        let loops = LoopIndices(group)
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 512)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -167,7 +166,7 @@ extension APNSMockServer {
                     do {
                         connection = try APNSConnection(
                             id: id, tlsContext: tlsContext, settings: configuration.http2,
-                            routes: routes, logger: connectionLogger, loopIndex: loops.index(of: channel.eventLoop))
+                            routes: routes, logger: connectionLogger)
                     } catch {
                         connections.closed()
                         memory.connectionClosed()
@@ -190,25 +189,6 @@ extension APNSMockServer {
         }
         try await SetupFailureLog.install(on: channel, listener: name, logger: logger)
         return channel
-    }
-}
-
-/// Each event loop of a group by its position in the group, read once per connection: the stripe
-/// of the shared counters the connection writes (``StripedCounters``). A loop from elsewhere (a
-/// test's) is 0.
-struct LoopIndices: Sendable {
-    private let indices: [ObjectIdentifier: Int]
-
-    init(_ group: any EventLoopGroup) {
-        var indices: [ObjectIdentifier: Int] = [:]
-        for (index, loop) in group.makeIterator().enumerated() {
-            indices[ObjectIdentifier(loop)] = index
-        }
-        self.indices = indices
-    }
-
-    func index(of loop: any EventLoop) -> Int {
-        indices[ObjectIdentifier(loop)] ?? 0
     }
 }
 

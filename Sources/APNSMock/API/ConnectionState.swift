@@ -13,9 +13,6 @@ struct ConnectionContext: Sendable {
     var connectionNumber: Int = 1
     /// The environment named by the TLS SNI host, if it was one of Apple's.
     var sniEnvironment: APNSEnvironment?
-    /// The index of the connection's event loop in its group: the stripe of the shared counters
-    /// it writes (``StripedCounters``), so that loops on different cores write different lines.
-    var loopIndex = 0
 }
 
 /// What a connection keeps between its requests so that deciding and recording one needs no

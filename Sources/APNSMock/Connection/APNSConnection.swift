@@ -69,9 +69,7 @@ final class APNSConnection {
     @exclusivity(unchecked) private var context: ConnectionContext
     @exclusivity(unchecked) private var requestState: ConnectionState
 
-    init(
-        id: UInt64, tlsContext: TLSContext, settings: HTTP2Settings, routes: ListenerRoutes, logger: Logger, loopIndex: Int = 0
-    ) throws {
+    init(id: UInt64, tlsContext: TLSContext, settings: HTTP2Settings, routes: ListenerRoutes, logger: Logger) throws {
         self.id = id
         self.tls = try TLSConnection(context: tlsContext)
         self.settings = settings
@@ -81,7 +79,7 @@ final class APNSConnection {
         let number = routes.state.connectionNumber(of: id)
         self.logger = logger
         self.logger[metadataKey: "connection"] = "\(number)"
-        self.context = ConnectionContext(connectionID: id, connectionNumber: number, sniEnvironment: nil, loopIndex: loopIndex)
+        self.context = ConnectionContext(connectionID: id, connectionNumber: number, sniEnvironment: nil)
         self.requestState = ConnectionState(state: routes.state)
     }
 

@@ -30,6 +30,7 @@ final class RecordStore: Sendable {
     private let head = Atomic<UInt64>(0)
     /// Records with `seq` up to this were deleted.
     private let cleared = Atomic<UInt64>(0)
+    private let evictionCount = Atomic<UInt64>(0)
     /// Waiters and event streams, and the dispatcher that serves them.
     let subscriptions = Subscriptions()
 
@@ -41,8 +42,7 @@ final class RecordStore: Sendable {
     }
 
     var isEnabled: Bool { capacity > 0 }
-    /// Records evicted: each stripe counts its own under its lock (no shared counter per request).
-    var evictions: UInt64 { stripes.reduce(0) { total, stripe in total &+ stripe.slots.withLock { $0.evictions } } }
+    var evictions: UInt64 { evictionCount.load(ordering: .relaxed) }
     var lastSeq: UInt64 { head.load(ordering: .acquiring) }
     var clearedThrough: UInt64 { cleared.load(ordering: .acquiring) }
 
@@ -73,11 +73,12 @@ final class RecordStore: Sendable {
         let seq = head.add(1, ordering: .relaxed).newValue
         prefetchSlot(of: seq + Self.prefetchDistance)
         let slot = Int((seq - 1) % UInt64(capacity))
-        let cleared = clearedThrough
-        // The displaced record (or this one, if it came too late) is returned and destroyed here,
-        // after the lock is released.
-        _ = stripes[slot % stripeCount].slots.withLock { slots in
-            slots.store(seq: seq, at: slot / stripeCount, clearedThrough: cleared, make)
+        let displaced = stripes[slot % stripeCount].slots.withLock { slots in
+            slots.store(seq: seq, at: slot / stripeCount, make)
+        }
+        // The displaced record (or this one, if it came too late) is destroyed here, unlocked.
+        if let displacedSeq = displaced?.seq, displacedSeq > clearedThrough {
+            evictionCount.add(1, ordering: .relaxed)
         }
         // The one atomic load while nobody waits. Sequentially consistent (a plain load on x86) so
         // that it is ordered after the store above against a first subscription's registration:

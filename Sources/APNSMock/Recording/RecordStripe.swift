@@ -43,7 +43,6 @@ final class RecordStripe: Sendable {
         slots.withLock { slots -> RecordSlots in
             var old = RecordSlots(size: size)
             swap(&old, &slots)
-            slots.evictions = old.evictions
             let (element, tag) = slots.addresses(at: 0)
             elementBase.store(element, ordering: .relaxed)
             tagBase.store(tag, ordering: .relaxed)
@@ -56,9 +55,6 @@ final class RecordStripe: Sendable {
 /// slot reads one word. Allocated whole up front; only ever touched under its stripe's lock.
 struct RecordSlots: ~Copyable {
     private var storage: TaggedSlots<RawRecord>
-    /// Records this stripe displaced that were not deleted first: counted under the stripe's lock,
-    /// so that evicting costs the request path no shared counter of its own.
-    var evictions: UInt64 = 0
 
     init(size: Int) {
         storage = TaggedSlots(count: size)
@@ -67,15 +63,11 @@ struct RecordSlots: ~Copyable {
     /// Builds the record for `seq` at `position` and returns the record it displaces; or, when a
     /// writer `capacity` records later got there first, leaves the slot alone and returns the
     /// built record itself, already evicted.
-    /// A displaced record above `clearedThrough` (not deleted) counts as an eviction.
-    mutating func store(
-        seq: UInt64, at position: Int, clearedThrough: UInt64, _ make: @Sendable (UInt64) -> RawRecord
-    ) -> RawRecord? {
-        let displaced = storage.tag(at: position) > seq ? make(seq) : storage.store(tag: seq, at: position) { make(seq) }
-        if let displacedSeq = displaced?.seq, displacedSeq > clearedThrough {
-            evictions &+= 1
+    mutating func store(seq: UInt64, at position: Int, _ make: @Sendable (UInt64) -> RawRecord) -> RawRecord? {
+        if storage.tag(at: position) > seq {
+            return make(seq)
         }
-        return displaced
+        return storage.store(tag: seq, at: position) { make(seq) }
     }
 
     func record(_ seq: UInt64, at position: Int) -> RawRecord? {

@@ -66,7 +66,7 @@ struct Recorder: Sendable {
         let status = answered ? response.status : nil
         let rejection = answered ? response.rejection : nil
         let action = effects.fault?.name
-        state.statistics.count(kind: side.kind, stripe: context.loopIndex)
+        state.statistics.count(kind: side.kind)
         note(status: status, rejection: rejection, action: action, kind: side.kind,
              id: response.requestID.text(uppercase: false), streamID: stream.id, context: context)
         guard state.records.isEnabled else { return 0 }
@@ -93,7 +93,7 @@ struct Recorder: Sendable {
         status: Int?, rejection: Rejection?, action: FaultRule.Action.Name?, kind: RecordKind, id: @autoclosure () -> String,
         streamID: Int32, context: ConnectionContext
     ) {
-        state.statistics.count(status: status, rejection: rejection, action: action, stripe: context.loopIndex)
+        state.statistics.count(status: status, rejection: rejection, action: action)
         if let rejection {
             logger.info(
                 "rejected request",

@@ -6,8 +6,7 @@ import Synchronization
 /// Request counts for `/v1/stats` and `/metrics`, updated from every event loop.
 ///
 /// One relaxed atomic add per request (a counter per outcome: accepted, each reason, each fault
-/// action), on the counters of the request's event loop (``StripedCounters``): loops on different
-/// cores never write the same cache line, and a read sums the loops. The Prometheus counters of the same outcomes are brought up to date from those when
+/// action). The Prometheus counters of the same outcomes are brought up to date from those when
 /// `/metrics` is read; they are created up front through swift-metrics with this server's own
 /// `PrometheusMetricsFactory` (not the global `MetricsSystem`, so that several mocks in one test
 /// process do not share numbers). The latency
@@ -15,10 +14,10 @@ import Synchronization
 /// ``latencySampleInterval`` per connection rather than every request.
 final class RequestStatistics: Sendable {
     /// Index 0: accepted (200); 1...: `Reason.allCases`; then the fault actions.
-    private let counts: StripedCounters
+    private let counts: [RelaxedCounter]
     /// Broadcast-side requests by kind (``RecordKind``: device pushes are the other counters'
     /// total, counted here at scrape time), and their Prometheus counters.
-    private let kindCounts: StripedCounters
+    private let kindCounts: [RelaxedCounter]
     private let kindCounters: [CoreMetrics.Counter]
     private let exportedKindCounts: Mutex<[Int]>
     private let counters: [CoreMetrics.Counter]
@@ -41,8 +40,7 @@ final class RequestStatistics: Sendable {
     private static let reasons = Reason.allCases
     private static let actions = FaultRule.Action.Name.allCases
 
-    /// `stripes`: how many event loops count (each connection counts on its loop's stripe).
-    init(stripes: Int = 1) {
+    init() {
         let registry = PrometheusCollectorRegistry()
         let factory = PrometheusMetricsFactory(registry: registry)
         self.registry = registry
@@ -60,12 +58,12 @@ final class RequestStatistics: Sendable {
                 factory: factory))
         }
         self.counters = counters
-        self.counts = StripedCounters(width: counters.count, stripes: stripes)
+        self.counts = counters.map { _ in RelaxedCounter() }
         self.exportedCounts = Mutex(counters.map { _ in 0 })
         kindCounters = RecordKind.allCases.map {
             CoreMetrics.Counter(label: "apns_requests_by_kind_total", dimensions: [("kind", $0.rawValue)], factory: factory)
         }
-        kindCounts = StripedCounters(width: RecordKind.allCases.count, stripes: stripes)
+        kindCounts = RecordKind.allCases.map { _ in RelaxedCounter() }
         exportedKindCounts = Mutex(RecordKind.allCases.map { _ in 0 })
         openConnectionsGauge = CoreMetrics.Gauge(label: "apns_open_connections", factory: factory)
         evictionsCounter = CoreMetrics.Counter(label: "apns_recording_evictions_total", factory: factory)
@@ -94,20 +92,19 @@ final class RequestStatistics: Sendable {
         return 0
     }
 
-    /// One relaxed atomic add on the stripe of the request's event loop; the Prometheus counters
-    /// catch up when `/metrics` is read.
-    func count(status: Int?, rejection: Rejection?, action: FaultRule.Action.Name?, stripe: Int = 0) {
+    /// One relaxed atomic add; the Prometheus counters catch up when `/metrics` is read.
+    func count(status: Int?, rejection: Rejection?, action: FaultRule.Action.Name?) {
         let index = Self.index(status: status, rejection: rejection, action: action)
-        counts.increment(index, stripe: stripe)
+        counts[index].increment()
     }
 
-    /// Counts a broadcast or channel-management request by its kind (besides ``count(status:rejection:action:stripe:)``).
-    func count(kind: RecordKind, stripe: Int = 0) {
-        kindCounts.increment(RecordKind.allCases.firstIndex(of: kind) ?? 0, stripe: stripe)
+    /// Counts a broadcast or channel-management request by its kind (besides ``count(status:rejection:action:)``).
+    func count(kind: RecordKind) {
+        kindCounts[RecordKind.allCases.firstIndex(of: kind)!].increment()
     }
 
     func snapshot(openConnections: Int, totalConnections: UInt64, records: RecordStore) -> Statistics {
-        let values = counts.values
+        let values = counts.map(\.value)
         var byStatus: [String: Int] = [:]
         var byReason: [String: Int] = [:]
         var byAction: [String: Int] = [:]
@@ -147,10 +144,10 @@ final class RequestStatistics: Sendable {
 
     /// Brings each Prometheus counter up to its atomic count, adding what it gained since the last
     /// export.
-    private static func export(_ counts: [Int], to counters: [CoreMetrics.Counter], exported: borrowing Mutex<[Int]>) {
+    private static func export(_ counts: [RelaxedCounter], to counters: [CoreMetrics.Counter], exported: borrowing Mutex<[Int]>) {
         exported.withLock { exported in
             for index in counts.indices {
-                let value = counts[index]
+                let value = counts[index].value
                 if value > exported[index] {
                     counters[index].increment(by: Int64(value - exported[index]))
                     exported[index] = value
@@ -162,22 +159,21 @@ final class RequestStatistics: Sendable {
     /// Prometheus text: the request counters and the gauges, which the request path does not
     /// touch, are brought up to date first.
     func prometheusText(openConnections: Int, evictions: UInt64) -> String {
-        Self.export(counts.values, to: counters, exported: exportedCounts)
+        Self.export(counts, to: counters, exported: exportedCounts)
         exportedKindCounts.withLock { exported in
-            let total = counts.values.reduce(0, +)
-            let kinds = kindCounts.values
+            let total = counts.reduce(0) { $0 + $1.value }
             let values = RecordKind.allCases.indices.map { index -> Int in
                 // Device pushes are every request that is not of another kind.
                 RecordKind.allCases[index] == .device
-                    ? total - kinds.reduce(0, +)
-                    : kinds[index]
+                    ? total - kindCounts.reduce(0) { $0 + $1.value }
+                    : kindCounts[index].value
             }
             for index in values.indices where values[index] > exported[index] {
                 kindCounters[index].increment(by: Int64(values[index] - exported[index]))
                 exported[index] = values[index]
             }
         }
-        Self.export(refusedCounts.map(\.value), to: refusedCounters, exported: exportedRefused)
+        Self.export(refusedCounts, to: refusedCounters, exported: exportedRefused)
         openConnectionsGauge.record(openConnections)
         exportedEvictions.withLock { exported in
             if evictions > exported {
@@ -204,38 +200,6 @@ final class RequestStatistics: Sendable {
 
 /// One count updated from every event loop: a relaxed atomic add. Synchronization's `Atomic` cannot
 /// be an array element, so each lives in an object of its own.
-/// Counters written by every event loop: one set per loop (a stripe), so that loops on different
-/// cores never write the same counter; read by summing the stripes. A stripe is `width` counters
-/// allocated together, away from the other stripes' hot counters. Stripes are a power of two, and
-/// a stripe number past them folds onto one (loops then share it, correctly, only more slowly).
-struct StripedCounters: Sendable {
-    private let counters: [RelaxedCounter]
-    private let width: Int
-    private let mask: Int
-
-    init(width: Int, stripes: Int) {
-        var count = 1
-        while count < stripes { count <<= 1 }
-        self.width = width
-        self.mask = count - 1
-        counters = (0..<(width * count)).map { _ in RelaxedCounter() }
-    }
-
-    @inline(__always)
-    func increment(_ index: Int, stripe: Int) {
-        counters[(stripe & mask) * width + index].increment()
-    }
-
-    /// Each counter summed over the stripes.
-    var values: [Int] {
-        var sums = [Int](repeating: 0, count: width)
-        for offset in counters.indices {
-            sums[offset % width] += counters[offset].value
-        }
-        return sums
-    }
-}
-
 final class RelaxedCounter: Sendable {
     private let count = Atomic<Int>(0)
 

@@ -58,7 +58,7 @@ public final class MockState: Sendable {
         tokens = parts.tokens
         clock = parts.clock
         records = RecordStore(capacity: configuration.recordingCapacity)
-        statistics = RequestStatistics(stripes: configuration.threads)
+        statistics = RequestStatistics()
         connections = ConnectionRegistry()
         let limit = configuration.validation.rateLimit
         let clock = parts.clock
