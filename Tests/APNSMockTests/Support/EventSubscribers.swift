@@ -9,8 +9,9 @@ enum EventSubscribers {
     }
 
     /// Opens an event stream. A mock with a short `admin.idleTimeout` may close a new connection
-    /// before a loaded machine gets to send the request (the timeout doing its job): tried again,
-    /// up to three times.
+    /// before a loaded machine gets to send the request, or before the server reads the request
+    /// that was sent (the timeout doing its job; the stream then never opens): tried again, up to
+    /// three times.
     static func subscribe(adminPort: Int, _ query: String, headers: [String] = []) async throws -> RawClient {
         let extra = headers.map { $0 + "\r\n" }.joined()
         let request = Array("GET /v1/events?\(query) HTTP/1.1\r\nHost: 127.0.0.1\r\n\(extra)\r\n".utf8)
@@ -24,7 +25,11 @@ enum EventSubscribers {
                 await client.close()
                 continue
             }
-            _ = await client.waitUntil(timeout: .seconds(30)) { String(decoding: $0, as: UTF8.self).contains("apns-mock events") }
+            let opening = await client.waitUntil(timeout: .seconds(30)) { String(decoding: $0, as: UTF8.self).contains("apns-mock events") }
+            if attempt < 3, !String(decoding: opening, as: UTF8.self).contains("apns-mock events") {
+                await client.close()
+                continue
+            }
             return client
         }
     }
