@@ -228,8 +228,13 @@ struct AdminAPI: Sendable {
                 return Self.error(.badRequest, "body: not JSON: \(error)")
             }
             guard let members = body.members else { return Self.error(.badRequest, "body: expected an object") }
-            // As everywhere in admin bodies, a null field is an absent one.
-            for member in members where !member.value.isNull {
+            // As everywhere in admin bodies, a null field is an absent one; an unknown field is
+            // refused even when null (the schema allows no other properties).
+            for member in members {
+                guard member.key == "timestamp" || member.key == "reason" else {
+                    return Self.error(.badRequest, "\(member.key.isEmpty ? "\"\"" : member.key): unknown field (expected timestamp, reason)")
+                }
+                if member.value.isNull { continue }
                 switch member.key {
                 case "timestamp":
                     if let milliseconds = member.value.integerValue, milliseconds >= 0 {
