@@ -231,11 +231,9 @@ struct AdminAPI: Sendable {
             // As everywhere in admin bodies, a null field is an absent one; an unknown field is
             // refused even when null (the schema allows no other properties).
             for member in members {
-                guard member.key == "timestamp" || member.key == "reason" else {
-                    return Self.error(.badRequest, "\(member.key.isEmpty ? "\"\"" : member.key): unknown field (expected timestamp, reason)")
-                }
-                if member.value.isNull { continue }
                 switch member.key {
+                case "timestamp" where member.value.isNull, "reason" where member.value.isNull:
+                    continue
                 case "timestamp":
                     if let milliseconds = member.value.integerValue, milliseconds >= 0 {
                         timestamp = milliseconds
@@ -250,7 +248,8 @@ struct AdminAPI: Sendable {
                     }
                     reason = parsed
                 default:
-                    return Self.error(.badRequest, "\(member.key): unknown field (expected timestamp, reason)")
+                    return Self.error(
+                        .badRequest, "\(member.key.isEmpty ? "\"\"" : member.key): unknown field (expected timestamp, reason)")
                 }
             }
         }
