@@ -18,14 +18,6 @@ long CAPNSMockShims_SSL_CTX_set_session_cache_mode(SSL_CTX *ctx, long mode) {
     return SSL_CTX_set_session_cache_mode(ctx, mode);
 }
 
-long CAPNSMockShims_BIO_set_mem_eof_return(BIO *bio, long value) {
-    return BIO_set_mem_eof_return(bio, value);
-}
-
-size_t CAPNSMockShims_BIO_pending(BIO *bio) {
-    return BIO_ctrl_pending(bio);
-}
-
 long CAPNSMockShims_BIO_get_mem_data(BIO *bio, char **data) {
     return BIO_get_mem_data(bio, data);
 }

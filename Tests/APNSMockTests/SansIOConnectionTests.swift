@@ -37,8 +37,11 @@ struct SansIOConnectionTests {
         }
 
         /// A connection with TLS up and the HTTP/2 prefaces exchanged.
-        func client(_ role: ListenerRole = .apns, serverName: String = "localhost") throws -> EmbeddedTLSClient {
-            let client = try EmbeddedTLSClient(to: try connection(role), caPath: material.caPath, serverName: serverName)
+        func client(
+            _ role: ListenerRole = .apns, serverName: String = "localhost", delivery: EmbeddedTLSClient.Delivery = .asWritten
+        ) throws -> EmbeddedTLSClient {
+            let client = try EmbeddedTLSClient(
+                to: try connection(role), caPath: material.caPath, serverName: serverName, delivery: delivery)
             client.send(H2.preface + H2.settings())
             return client
         }
@@ -108,6 +111,29 @@ struct SansIOConnectionTests {
         #expect(record.path == "/3/device/\(Pushes.token)")
         #expect(record.responseWritten)
         #expect(record.apnsID.text == response["apns-id"])
+    }
+
+    /// OpenSSL reads the client's ciphertext straight from each read's buffer (the transport BIO):
+    /// a record split over many reads, or many records in one read, arrive whole and in order,
+    /// from the handshake on.
+    @Test(arguments: [
+        EmbeddedTLSClient.Delivery.pieces(1), .pieces(5), .pieces(1000), .coalesced, .asWritten,
+    ])
+    func ciphertextInAnyReadSizesReachesTheSession(delivery: EmbeddedTLSClient.Delivery) throws {
+        let mock = try Mock()
+        let client = try mock.client(serverName: "api.sandbox.push.apple.com", delivery: delivery)
+        func request(_ stream: UInt32) -> [UInt8] {
+            Self.request(
+                stream: stream, path: "/3/device/\(Pushes.token)", authority: "api.sandbox.push.apple.com",
+                extra: [("apns-topic", "com.example.app")], body: #"{"aps":{"alert":"\#(stream)"}}"#)
+        }
+        // One stream until a token is accepted; then four at once, each in its own record.
+        client.send(request(1))
+        client.send(records: stride(from: UInt32(3), through: 9, by: 2).map(request))
+        for stream in stride(from: UInt32(1), through: 9, by: 2) {
+            #expect(Self.response(client, stream: stream)?[":status"] == "200", "stream \(stream)")
+        }
+        #expect(mock.records.map(\.streamID) == [1, 3, 5, 7, 9])
     }
 
     /// The routing table: each listener's requests reach the API its routes name.

@@ -123,19 +123,23 @@ final class APNSConnection {
     func receive(_ bytes: ByteBuffer) {
         if isFinished { return }
         requestState.readMilliseconds = nil
-        tls.receive(bytes)
-        if case .handshaking = state {
-            switch tls.handshake() {
-            case .needsMoreData:
-                return
-            case .failed(let error):
-                finish(.handshakeFailed(error.description))
-                return
-            case .complete:
-                guard startHTTP2() else { return }
+        let kept = tls.receiving(bytes) {
+            if case .handshaking = state {
+                switch tls.handshake() {
+                case .needsMoreData:
+                    return
+                case .failed(let error):
+                    finish(.handshakeFailed(error.description))
+                    return
+                case .complete:
+                    guard startHTTP2() else { return }
+                }
             }
+            readPlaintext()
         }
-        readPlaintext()
+        if !kept {
+            finish(.protocolError("out of memory for received TLS bytes"))
+        }
         if !refusedInRead.isEmpty {
             tellRefusedStreams()
         }

@@ -2,13 +2,15 @@ internal import COpenSSL
 internal import CAPNSMockShims
 import NIOCore
 
-/// Owner of one connection's `SSL` object, driven entirely through memory BIOs.
+/// Owner of one connection's `SSL` object, driven entirely through an in-memory transport BIO.
 ///
-/// The network never touches OpenSSL directly: ciphertext from the socket goes in with
-/// ``receive(_:)``, plaintext comes out of ``read(_:)`` (lent to a closure), plaintext goes in with
-/// ``append(_:)`` (coalesced into records, encrypted by ``flush()``), and ciphertext for the socket
-/// comes out of ``drainCiphertext(into:)``. This keeps TLS sans-I/O,
-/// so tests can drive a connection without sockets, and lets SwiftNIO own all the I/O.
+/// The network never touches OpenSSL directly: ciphertext from the socket is lent to OpenSSL by
+/// ``receiving(_:_:)`` while the handshake and ``read(_:)`` (plaintext lent to a closure) run,
+/// plaintext goes in with ``append(_:)`` (coalesced into records, encrypted by ``flush()``), and
+/// ciphertext for the socket comes out of ``drainCiphertext(into:)``. This keeps TLS sans-I/O,
+/// so tests can drive a connection without sockets, and lets SwiftNIO own all the I/O. The BIO
+/// (`CAPNSMockTransport`, in the C shim) copies ciphertext once each way, where a pair of memory
+/// BIOs copied it twice and zeroed a buffer on every write.
 final class TLSConnection {
     enum HandshakeResult {
         case complete
@@ -25,10 +27,8 @@ final class TLSConnection {
     }
 
     private let ssl: OpaquePointer
-    /// Network → SSL. Owned by `ssl` after `SSL_set_bio`.
-    private let networkIn: OpaquePointer
-    /// SSL → network. Owned by `ssl` after `SSL_set_bio`.
-    private let networkOut: OpaquePointer
+    /// Network ⇄ SSL, both directions. Owned by `ssl` after `SSL_set_bio`.
+    private let transport: OpaquePointer
     private(set) var isHandshakeComplete = false
 
     /// Plaintext from `SSL_read` on its way to the caller, and plaintext from the caller coalesced
@@ -44,17 +44,15 @@ final class TLSConnection {
         guard let ssl = SSL_new(context.pointer) else {
             throw OpenSSLError.drain("creating a TLS connection")
         }
-        guard let networkIn = BIO_new(BIO_s_mem()), let networkOut = BIO_new(BIO_s_mem()) else {
+        guard let transport = CAPNSMockTransport_new() else {
             SSL_free(ssl)
-            throw OpenSSLError.drain("creating memory BIOs")
+            throw OpenSSLError.drain("creating the transport BIO")
         }
-        // An empty input BIO must read as "retry later", not as end of file.
-        _ = CAPNSMockShims_BIO_set_mem_eof_return(networkIn, -1)
-        SSL_set_bio(ssl, networkIn, networkOut)
+        // One BIO for both directions: SSL_set_bio takes the single reference.
+        SSL_set_bio(ssl, transport, transport)
         SSL_set_accept_state(ssl)
         self.ssl = ssl
-        self.networkIn = networkIn
-        self.networkOut = networkOut
+        self.transport = transport
         plaintextIn = .allocate(byteCount: Self.recordSize, alignment: 16)
         plaintextOut = .allocate(byteCount: Self.recordSize, alignment: 16)
     }
@@ -65,12 +63,15 @@ final class TLSConnection {
         plaintextOut.deallocate()
     }
 
-    /// Hands ciphertext received from the peer to OpenSSL.
-    func receive(_ buffer: ByteBuffer) {
+    /// Lends ciphertext received from the peer to OpenSSL while `body` runs: ``handshake()`` and
+    /// ``read(_:)`` called inside it read from `buffer` directly. Bytes OpenSSL has not read when
+    /// `body` returns are copied and read first next time. Returns false when there was no memory
+    /// to keep them (the connection cannot go on).
+    func receiving(_ buffer: ByteBuffer, _ body: () -> Void) -> Bool {
         buffer.withUnsafeReadableBytes { bytes in
-            guard let base = bytes.baseAddress, bytes.count > 0 else { return }
-            // A memory BIO grows as needed and accepts every byte.
-            _ = BIO_write(networkIn, base, Int32(bytes.count))
+            CAPNSMockTransport_lend(transport, bytes.baseAddress, bytes.count)
+            body()
+            return CAPNSMockTransport_endLoan(transport) == 1
         }
     }
 
@@ -134,8 +135,8 @@ final class TLSConnection {
         return written
     }
 
-    /// Encrypts `bytes`. The output BIO is memory, so the whole write always succeeds unless the
-    /// connection is already broken.
+    /// Encrypts `bytes`. The transport gathers all output in memory, so the whole write always
+    /// succeeds unless the connection is already broken.
     private func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return true }
         OpenSSLError.clearQueue()
@@ -158,19 +159,13 @@ final class TLSConnection {
         OpenSSLError.clearQueue()
     }
 
-    var pendingCiphertextCount: Int {
-        Int(CAPNSMockShims_BIO_pending(networkOut))
-    }
-
     /// Moves every byte of pending ciphertext into `buffer`.
     func drainCiphertext(into buffer: inout ByteBuffer) {
-        let pending = pendingCiphertextCount
-        guard pending > 0 else { return }
-        let out = networkOut
-        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: pending) { pointer in
-            let rc = BIO_read(out, pointer.baseAddress, Int32(pointer.count))
-            return rc > 0 ? Int(rc) : 0
-        }
+        var bytes: UnsafeRawPointer?
+        let pending = CAPNSMockTransport_output(transport, &bytes)
+        guard pending > 0, let bytes else { return }
+        buffer.writeBytes(UnsafeRawBufferPointer(start: bytes, count: pending))
+        CAPNSMockTransport_consumeOutput(transport, pending)
     }
 
     /// The protocol the client selected through ALPN; `nil` when it offered none.

@@ -13,8 +13,6 @@
 int CAPNSMockShims_SSL_CTX_set_min_proto_version(SSL_CTX *ctx, int version);
 long CAPNSMockShims_SSL_CTX_set_mode(SSL_CTX *ctx, long mode);
 long CAPNSMockShims_SSL_CTX_set_session_cache_mode(SSL_CTX *ctx, long mode);
-long CAPNSMockShims_BIO_set_mem_eof_return(BIO *bio, long value);
-size_t CAPNSMockShims_BIO_pending(BIO *bio);
 long CAPNSMockShims_BIO_get_mem_data(BIO *bio, char **data);
 void CAPNSMockShims_OPENSSL_free(void *ptr);
 /// Server options whose constants are built with SSL_OP_BIT, which Swift cannot import:
@@ -33,6 +31,21 @@ void CAPNSMockShims_SSL_CTX_install_alpn_h2(SSL_CTX *ctx);
 /// the chain verification says; the verification result is read afterwards with
 /// SSL_get_verify_result so that the request layer can answer 403 BadCertificate.
 void CAPNSMockShims_SSL_CTX_request_client_certificate(SSL_CTX *ctx);
+
+/// A BIO between OpenSSL and SwiftNIO that copies ciphertext once each way. A memory BIO copies
+/// received bytes in and out again, and zeroes its buffer on every write; this one lets OpenSSL
+/// read straight from the caller's buffer while it is lent, keeps only what OpenSSL left unread
+/// when the loan ends, and gathers what OpenSSL writes until the caller drains it. An empty read
+/// asks to retry (never end of file). Use one for both directions of an SSL (SSL_set_bio).
+BIO *CAPNSMockTransport_new(void);
+/// Lends `length` bytes at `bytes` for OpenSSL to read until CAPNSMockTransport_endLoan.
+void CAPNSMockTransport_lend(BIO *bio, const void *bytes, size_t length);
+/// Ends the loan, copying any unread bytes for later reads; 0 when memory ran out (they are lost).
+int CAPNSMockTransport_endLoan(BIO *bio);
+/// The ciphertext waiting for the network: sets `*bytes` and returns the count.
+size_t CAPNSMockTransport_output(BIO *bio, const void **bytes);
+/// Drops the first `count` bytes of the waiting ciphertext (they were sent on).
+void CAPNSMockTransport_consumeOutput(BIO *bio, size_t count);
 
 /// Gives free heap pages back to the system (glibc's malloc_trim(0), which Swift's Glibc module
 /// does not export); returns 1 when memory was released. Does nothing elsewhere.

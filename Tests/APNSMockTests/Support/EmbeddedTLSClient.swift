@@ -11,8 +11,18 @@ final class EmbeddedTLSClient {
     private let connection: APNSConnection
     /// Plaintext received from the connection so far.
     private(set) var received: [UInt8] = []
+    /// How ciphertext reaches the connection: as the client wrote it (a record or a flight per
+    /// buffer), in pieces of a given size (a record split across reads), or everything waiting
+    /// in one buffer (many records in one read).
+    enum Delivery {
+        case asWritten
+        case pieces(Int)
+        case coalesced
+    }
+    private let delivery: Delivery
 
-    init(to connection: APNSConnection, caPath: String, serverName: String = "localhost") throws {
+    init(to connection: APNSConnection, caPath: String, serverName: String = "localhost", delivery: Delivery = .asWritten) throws {
+        self.delivery = delivery
         var configuration = TLSConfiguration.makeClientConfiguration()
         configuration.trustRoots = .file(caPath)
         configuration.applicationProtocols = ["h2"]
@@ -32,13 +42,36 @@ final class EmbeddedTLSClient {
         pump()
     }
 
+    /// Sends each of `parts` as its own write (its own TLS record), then moves bytes both ways.
+    func send(records parts: [[UInt8]]) {
+        for part in parts {
+            channel.write(ByteBuffer(bytes: part), promise: nil)
+            channel.flush()
+        }
+        pump()
+    }
+
     /// Moves ciphertext between the client and the connection until both are quiet.
     func pump() {
         for _ in 0..<64 {
             var moved = false
-            while let ciphertext = try? channel.readOutbound(as: ByteBuffer.self) {
-                connection.receive(ciphertext)
+            var waiting = ByteBuffer()
+            while var ciphertext = try? channel.readOutbound(as: ByteBuffer.self) {
                 moved = true
+                switch delivery {
+                case .asWritten:
+                    connection.receive(ciphertext)
+                case .pieces(let size):
+                    while let piece = ciphertext.readSlice(length: min(size, ciphertext.readableBytes)),
+                          piece.readableBytes > 0 {
+                        connection.receive(piece)
+                    }
+                case .coalesced:
+                    waiting.writeBuffer(&ciphertext)
+                }
+            }
+            if waiting.readableBytes > 0 {
+                connection.receive(waiting)
             }
             var output = ByteBuffer()
             connection.produceOutput(into: &output, budget: 1 << 20)
