@@ -136,6 +136,39 @@ struct SansIOConnectionTests {
         #expect(mock.records.map(\.streamID) == [1, 3, 5, 7, 9])
     }
 
+    /// HPACK: a generated `apns-id` never repeats and is sent never-indexed, but its name goes into
+    /// the client's dynamic table with the session's first response, so later responses refer to
+    /// it by index instead of Huffman-encoding the name again. Every response still decodes with
+    /// its own ids.
+    @Test func responseIDNamesAreIndexedOnceThenReferredTo() throws {
+        let mock = try Mock()
+        let client = try mock.client(serverName: "api.sandbox.push.apple.com")
+        for stream in stride(from: UInt32(1), through: 5, by: 2) {
+            client.send(Self.request(
+                stream: stream, path: "/3/device/\(Pushes.token)", authority: "api.sandbox.push.apple.com",
+                extra: [("apns-topic", "com.example.app")]))
+        }
+        let blocks = client.frames.filter { $0.type == H2.FrameType.headers.rawValue }.map(\.payload)
+        try #require(blocks.count == 3)
+        // Each block: `:status: 200` (static index 8), then `apns-id`, then `apns-unique-id`.
+        #expect(blocks.allSatisfy { $0.first == 0x88 })
+        // First: literal with incremental indexing, new name (0x40).
+        #expect(blocks[0].dropFirst().first == 0x40)
+        // Later: literal never indexed (0001xxxx) with a name index from the dynamic table (> 15,
+        // so the 4-bit prefix is full: 0x1F), not a new name (0x10).
+        #expect(blocks[1].dropFirst().first == 0x1F)
+        #expect(blocks[2].dropFirst().first == 0x1F)
+        #expect(blocks[2].count < blocks[0].count)
+        var ids: Set<String> = []
+        for stream in stride(from: UInt32(1), through: 5, by: 2) {
+            let response = try #require(Self.response(client, stream: stream))
+            #expect(response[":status"] == "200")
+            ids.insert(try #require(response["apns-id"]))
+            ids.insert(try #require(response["apns-unique-id"]))
+        }
+        #expect(ids.count == 6)
+    }
+
     /// The routing table: each listener's requests reach the API its routes name.
     @Test(arguments: [
         // On the APNs listener, broadcasts by their path prefix, everything else to the device API

@@ -8,9 +8,18 @@ internal import CNGHTTP2
 /// digits, UUIDs as hex, text) are written into a scratch buffer this block owns, so a response
 /// costs no allocation. A value that does not fit (no response of the mock's APIs comes near) gets
 /// a buffer of its own, freed after the call.
+///
+/// HPACK: a field whose value never repeats (a generated `apns-id`, `apns-unique-id`) is sent
+/// never-indexed, but its *name* is worth indexing: without an entry of that name in the dynamic
+/// table, nghttp2 Huffman-encodes the name into every response. So the first response of a session
+/// that carries such a field sends it with incremental indexing (``NamePriming``); later ones then
+/// refer to the name by its index and send only the value. Priming repeats every
+/// ``NamePriming/interval`` responses, in case the entry was evicted (a client that shrinks the
+/// table gets literal names, as before).
 final class ResponseHeaderBlock {
     private let scratch: UnsafeMutableBufferPointer<UInt8>
     private let headers: UnsafeMutableBufferPointer<nghttp2_nv>
+    private var priming = NamePriming()
 
     /// Bytes of values a response can carry before they overflow into separate buffers.
     static let scratchCapacity = 512
@@ -30,7 +39,9 @@ final class ResponseHeaderBlock {
     func withHeaders<Response: HTTP2Response, R>(
         for response: borrowing Response, _ body: (UnsafePointer<nghttp2_nv>, Int) -> R
     ) -> R {
-        var fields = ResponseFields(headers: headers, scratch: scratch)
+        priming.responses &+= 1
+        var fields = ResponseFields(headers: headers, scratch: scratch, priming: priming)
+        defer { priming = fields.priming }
         let status = max(100, min(999, response.status))
         fields.add(Self.statusName, digits: status, indexed: true)
         response.writeFields(into: &fields)
@@ -50,12 +61,16 @@ struct ResponseFields: ~Copyable {
     private let scratch: UnsafeMutableBufferPointer<UInt8>
     private(set) var count = 0
     private var used = 0
+    fileprivate var priming: NamePriming
     /// Values that did not fit in the scratch buffer.
     private var overflow: [UnsafeMutableBufferPointer<UInt8>] = []
 
-    fileprivate init(headers: UnsafeMutableBufferPointer<nghttp2_nv>, scratch: UnsafeMutableBufferPointer<UInt8>) {
+    fileprivate init(
+        headers: UnsafeMutableBufferPointer<nghttp2_nv>, scratch: UnsafeMutableBufferPointer<UInt8>, priming: NamePriming
+    ) {
         self.headers = headers
         self.scratch = scratch
+        self.priming = priming
     }
 
     deinit {
@@ -112,10 +127,52 @@ struct ResponseFields: ~Copyable {
             return
         }
         let noCopyName = UInt8(NGHTTP2_NV_FLAG_NO_COPY_NAME.rawValue)
-        let flags = indexed ? noCopyName : noCopyName | UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue)
+        let flags = indexed || priming.primes(name)
+            ? noCopyName : noCopyName | UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue)
         headers[count] = nghttp2_nv(
             name: UnsafeMutablePointer(mutating: name.utf8Start), value: UnsafeMutablePointer(mutating: value),
             namelen: name.utf8CodeUnitCount, valuelen: length, flags: flags)
         count += 1
+    }
+}
+
+/// Which never-indexed field names a session has put in the client's HPACK dynamic table, and when
+/// (see ``ResponseHeaderBlock``). Names are the APIs' static strings, told apart by address; a
+/// response has few such fields and the mock's APIs few such names, so a handful of slots serve
+/// (a name beyond them is simply never primed).
+struct NamePriming {
+    /// Responses between primings of one name: rare enough to cost nothing, often enough that an
+    /// evicted entry comes back.
+    static let interval = 4096
+    private static let slots = 4
+
+    /// Responses this session has laid out.
+    var responses = 0
+    private var names: (UnsafeRawPointer?, UnsafeRawPointer?, UnsafeRawPointer?, UnsafeRawPointer?) = (nil, nil, nil, nil)
+    private var primedAt: (Int, Int, Int, Int) = (0, 0, 0, 0)
+
+    /// Whether this response should send the never-indexed field `name` with indexing: its first
+    /// time in the session, and again once ``interval`` responses have passed.
+    mutating func primes(_ name: StaticString) -> Bool {
+        let address = UnsafeRawPointer(name.utf8Start)
+        return withUnsafeMutableBytes(of: &names) { names in
+            withUnsafeMutableBytes(of: &primedAt) { primedAt in
+                let slots = names.bindMemory(to: UnsafeRawPointer?.self)
+                let times = primedAt.bindMemory(to: Int.self)
+                for slot in 0..<Self.slots {
+                    guard let held = slots[slot] else {
+                        slots[slot] = address
+                        times[slot] = responses
+                        return true
+                    }
+                    if held == address {
+                        guard responses &- times[slot] >= Self.interval else { return false }
+                        times[slot] = responses
+                        return true
+                    }
+                }
+                return false
+            }
+        }
     }
 }
