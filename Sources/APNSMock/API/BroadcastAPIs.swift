@@ -77,14 +77,14 @@ struct ChannelAPI: RequestAPI {
         connection: inout ConnectionState
     ) -> Effects {
         let decided = decide(request, state: &connection)
-        var (effects, response, channelID) = policy.channelRequest(decided, context: context, connection: &connection)
+        let (actions, response, channelID) = policy.channelRequest(decided, context: context, connection: &connection)
         let side = Recorder.BroadcastSide(
             kind: .channel, bundleID: decided.verdict.bundleID, channelID: channelID, operation: decided.verdict.operation,
             environment: environment, auth: decided.auth)
-        effects.recordSeq = recorder.recordBroadcastSide(
-            side, response: response, effects: effects, request: request, stream: stream, context: context,
+        let seq = recorder.recordBroadcastSide(
+            side, response: response, actions: actions, request: request, stream: stream, context: context,
             connection: &connection)
-        return effects
+        return Effects(.broadcast(response), actions: actions, recordSeq: seq)
     }
 
     func decide(_ request: borrowing PushRequest, state: inout ConnectionState) -> BroadcastSideVerdict<ChannelRequestVerdict> {
@@ -159,14 +159,14 @@ struct BroadcastAPI: RequestAPI {
         case .rejected(let rejection):
             response = .rejected(rejection, requestID: decided.requestID)
         }
-        var effects = policy.broadcast(decided, response: &response, context: context, connection: &connection)
+        let actions = policy.broadcast(decided, response: &response, context: context, connection: &connection)
         let side = Recorder.BroadcastSide(
             kind: .broadcast, bundleID: decided.verdict.bundleID, channelID: decided.verdict.channelID,
             interpreted: interpreted, environment: decided.environment, auth: decided.auth)
-        effects.recordSeq = recorder.recordBroadcastSide(
-            side, response: response, effects: effects, request: request, stream: stream, context: context,
+        let seq = recorder.recordBroadcastSide(
+            side, response: response, actions: actions, request: request, stream: stream, context: context,
             connection: &connection)
-        return effects
+        return Effects(.broadcast(response), actions: actions, recordSeq: seq)
     }
 
     func decide(

@@ -42,10 +42,10 @@ struct DeviceAPI: RequestAPI {
         connection: inout ConnectionState
     ) -> Effects {
         var verdict = decide(request, context: context, state: &connection)
-        var effects = policy.device(&verdict, request: request, context: context, connection: &connection)
-        effects.recordSeq = recorder.recordDevice(
-            verdict, effects: effects, request: request, stream: stream, context: context, connection: &connection)
-        return effects
+        let actions = policy.device(&verdict, request: request, context: context, connection: &connection)
+        let seq = recorder.recordDevice(
+            verdict, actions: actions, request: request, stream: stream, context: context, connection: &connection)
+        return Effects(.apns(verdict.response), actions: actions, recordSeq: seq)
     }
 
     func decide(_ request: borrowing PushRequest, context: ConnectionContext, state: inout ConnectionState) -> DeviceVerdict {

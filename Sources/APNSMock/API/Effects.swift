@@ -7,27 +7,15 @@ import APNSMockCore
 ///
 /// A value of fixed shape rather than a list: a request has at most one answer, one fault action,
 /// one delay and one stream-limit change, so an impossible combination cannot be written, and
-/// building one allocates nothing.
+/// building one allocates nothing. The policy and the recorder work on ``Actions``, which holds
+/// no reference and copies as plain bytes; an API joins its response to them once, at the end
+/// (copying the response through those stages cost about 700 instructions per request).
 struct Effects {
     /// A response in its API's terms: laid out for HTTP/2 only when it is submitted (each is an
     /// ``HTTP2Response``), so that deciding and recording pass a small value around.
     enum Response {
         case apns(APNSResponse)
         case broadcast(BroadcastResponse)
-
-        var status: Int {
-            switch self {
-            case .apns(let response): response.status
-            case .broadcast(let response): response.status
-            }
-        }
-
-        var rejection: Rejection? {
-            switch self {
-            case .apns(let response): response.rejection
-            case .broadcast(let response): response.rejection
-            }
-        }
     }
 
     /// A change of the connection's advertised MAX_CONCURRENT_STREAMS, sent as SETTINGS when the
@@ -40,53 +28,72 @@ struct Effects {
         case one
     }
 
-    /// The answer; `nil` when a fault action replaces it (shrink-streams and ignore-pings keep it).
+    /// Everything but the response: what the ``Policy`` decides and the ``Recorder`` reads.
+    struct Actions {
+        /// Whether the response goes out; false when a fault action replaces it (shrink-streams and
+        /// ignore-pings keep it).
+        var answers = true
+        /// Whether a fault rule matched the request (its action, delay or answer then applies).
+        var faultMatched = false
+        /// The matched rule's action, carried out besides (or instead of) answering.
+        var fault: FaultRule.Action?
+        /// The error body a `goaway` action sends as GOAWAY's debug data: the rule's `respond`,
+        /// else Shutdown.
+        var goAwayReason: Reason = .shutdown
+        /// Answer or act after this many milliseconds, from an event-loop timer.
+        var delayMs = 0
+        /// The request carried the connection's first accepted provider token: its normal stream
+        /// limit becomes the full one (docs/authentication.md).
+        var raisesStreamLimit = false
+        /// The limit to advertise once answered (`server.shrinkStreamsAfterRejection`).
+        var streamLimit: StreamLimit?
+
+        /// Applies a fault rule that matched the request: its delay and its action (an action that
+        /// leaves the request unanswered leaves no response). Returns the rejection the rule
+        /// answers with instead of the decided response, a 410's timestamp filled in from `now`;
+        /// the caller puts it in its API's response. Requests no rule matched never come here.
+        mutating func apply(_ rule: FaultRule, now: () -> Int64) -> Rejection? {
+            faultMatched = true
+            delayMs = rule.delayMs
+            fault = rule.action
+            if rule.action?.answers == false {
+                if rule.action == .goaway, let reason = rule.respond?.reason { goAwayReason = reason }
+                answers = false
+                return nil
+            }
+            guard var rejection = rule.respond else { return nil }
+            if rejection.reason.carriesTimestamp, rejection.timestamp == nil { rejection.timestamp = now() }
+            return rejection
+        }
+
+        /// What the record says when it is stored: a response answered at once on a stream still
+        /// open goes out in the same turn of the connection (the connection corrects it if the
+        /// stream or connection ends first); a delayed one has not gone out yet; an action instead
+        /// of a response writes none; a stream the client closed before the request was decided
+        /// takes none.
+        func writtenAtOnce(streamOpen: Bool) -> Bool { answers && delayMs == 0 && streamOpen }
+    }
+
+    /// The answer; `nil` when a fault action replaces it.
     var response: Response?
-    /// Whether a fault rule matched the request (its action, delay or answer then applies).
-    var faultMatched = false
-    /// The matched rule's action, carried out besides (or instead of) answering.
-    var fault: FaultRule.Action?
-    /// The error body a `goaway` action sends as GOAWAY's debug data: the rule's `respond`, else
-    /// Shutdown.
-    var goAwayReason: Reason = .shutdown
-    /// Answer or act after this many milliseconds, from an event-loop timer.
-    var delayMs = 0
-    /// The request carried the connection's first accepted provider token: its normal stream
-    /// limit becomes the full one (docs/authentication.md).
-    var raisesStreamLimit = false
-    /// The limit to advertise once answered (`server.shrinkStreamsAfterRejection`).
-    var streamLimit: StreamLimit?
+    var actions: Actions
     /// The request's record (0: recording is off), whose ``RawRecord/responseWritten`` the
     /// connection corrects when the response does not go out as recorded.
-    var recordSeq: UInt64 = 0
+    var recordSeq: UInt64
 
-    init(response: Response?) {
-        self.response = response
+    /// The effects of `actions`, with `response` when they answer.
+    init(_ response: @autoclosure () -> Response, actions: Actions, recordSeq: UInt64) {
+        self.response = actions.answers ? response() : nil
+        self.actions = actions
+        self.recordSeq = recordSeq
     }
 
-    /// Applies a fault rule that matched the request: its delay and its action (an action that
-    /// leaves the request unanswered leaves no response). Returns the rejection the rule answers
-    /// with instead of the decided response, a 410's timestamp filled in from `now`; the caller
-    /// puts it in its API's response. Requests no rule matched never come here.
-    mutating func apply(_ rule: FaultRule, now: () -> Int64) -> Rejection? {
-        faultMatched = true
-        delayMs = rule.delayMs
-        fault = rule.action
-        if rule.action?.answers == false {
-            if rule.action == .goaway, let reason = rule.respond?.reason { goAwayReason = reason }
-            response = nil
-            return nil
-        }
-        guard var rejection = rule.respond else { return nil }
-        if rejection.reason.carriesTimestamp, rejection.timestamp == nil { rejection.timestamp = now() }
-        return rejection
-    }
-
-    /// What the record says when it is stored: a response answered at once on a stream still open
-    /// goes out in the same turn of the connection (the connection corrects it if the stream or
-    /// connection ends first); a delayed one has not gone out yet; an action instead of a response
-    /// writes none; a stream the client closed before the request was decided takes none.
-    func writtenAtOnce(streamOpen: Bool) -> Bool { response != nil && delayMs == 0 && streamOpen }
+    var fault: FaultRule.Action? { actions.fault }
+    var goAwayReason: Reason { actions.goAwayReason }
+    var delayMs: Int { actions.delayMs }
+    var raisesStreamLimit: Bool { actions.raisesStreamLimit }
+    var streamLimit: StreamLimit? { actions.streamLimit }
+    func writtenAtOnce(streamOpen: Bool) -> Bool { actions.writtenAtOnce(streamOpen: streamOpen) }
 }
 
 /// The stream a request arrived on, as the stages after deciding see it.

@@ -14,11 +14,12 @@ struct Policy: Sendable {
     /// `server.shrinkStreamsAfterRejection`.
     let shrinksStreamsAfterRejection: Bool
 
-    /// A device push: the rate limiter (for an accepted push), then the fault rules.
+    /// A device push: the rate limiter (for an accepted push), then the fault rules. The answer,
+    /// if they change it, is `verdict.response`.
     func device(
         _ verdict: inout DeviceVerdict, request: borrowing PushRequest, context: ConnectionContext,
         connection: inout ConnectionState
-    ) -> Effects {
+    ) -> Effects.Actions {
         if state.isRateLimited, verdict.decision.isAccepted {
             let checked = verdict.decision
             verdict.decision = state.rateLimiter.withLock { limiter in limiter?.apply(to: checked) ?? checked }
@@ -26,24 +27,23 @@ struct Policy: Sendable {
                 verdict.response = .rejected(rejection, apnsID: verdict.response.apnsID)
             }
         }
-        var effects = Effects(response: .apns(verdict.response))
+        var actions = Effects.Actions()
         if state.faults.hasRules,
            let rule = state.faults.apply(FaultRule.Facts(
                devicePush: request, decision: verdict.decision, connection: context.connectionNumber,
                requestNumber: connection.requestCount)),
-           let rejection = effects.apply(rule, now: state.clock.nowMilliseconds) {
+           let rejection = actions.apply(rule, now: state.clock.nowMilliseconds) {
             verdict.response = .rejected(rejection, apnsID: verdict.response.apnsID)
-            effects.response = .apns(verdict.response)
         }
-        settle(&effects, acceptedFirstToken: verdict.acceptedFirstToken, connection: &connection)
-        return effects
+        settle(&actions, rejection: verdict.response.rejection, acceptedFirstToken: verdict.acceptedFirstToken, connection: &connection)
+        return actions
     }
 
-    /// A broadcast: the fault rules.
+    /// A broadcast: the fault rules. The answer, if they change it, is `response`.
     func broadcast(
         _ decided: BroadcastSideVerdict<BroadcastVerdict>, response: inout BroadcastResponse,
         context: ConnectionContext, connection: inout ConnectionState
-    ) -> Effects {
+    ) -> Effects.Actions {
         let rule = state.faults.apply(FaultRule.Facts(
             topic: decided.verdict.bundleID, pushType: .liveactivity, kind: .broadcast,
             channelID: decided.verdict.channelID, connection: context.connectionNumber,
@@ -57,7 +57,7 @@ struct Policy: Sendable {
     func channelRequest(
         _ decided: BroadcastSideVerdict<ChannelRequestVerdict>, context: ConnectionContext,
         connection: inout ConnectionState
-    ) -> (effects: Effects, response: BroadcastResponse, channelID: String?) {
+    ) -> (actions: Effects.Actions, response: BroadcastResponse, channelID: String?) {
         let verdict = decided.verdict
         let rule = state.faults.apply(FaultRule.Facts(
             topic: verdict.bundleID, kind: .channel, channelID: verdict.channelID,
@@ -85,35 +85,37 @@ struct Policy: Sendable {
             }
         }
         var answered = response ?? ChannelAPI.response(to: outcome, requestID: decided.requestID)
-        let effects = effects(of: rule, response: &answered, acceptedFirstToken: decided.acceptedFirstToken, connection: &connection)
-        return (effects, answered, channelID)
+        let actions = effects(of: rule, response: &answered, acceptedFirstToken: decided.acceptedFirstToken, connection: &connection)
+        return (actions, answered, channelID)
     }
 
     /// A broadcast-side request's effects: the matched rule's, if any, applied to `response`.
     private func effects(
         of rule: FaultRule?, response: inout BroadcastResponse, acceptedFirstToken: Bool, connection: inout ConnectionState
-    ) -> Effects {
-        var effects = Effects(response: .broadcast(response))
-        if let rule, let rejection = effects.apply(rule, now: state.clock.nowMilliseconds) {
+    ) -> Effects.Actions {
+        var actions = Effects.Actions()
+        if let rule, let rejection = actions.apply(rule, now: state.clock.nowMilliseconds) {
             response = .rejected(rejection, requestID: response.requestID)
-            effects.response = .broadcast(response)
         }
-        settle(&effects, acceptedFirstToken: acceptedFirstToken, connection: &connection)
-        return effects
+        settle(&actions, rejection: response.rejection, acceptedFirstToken: acceptedFirstToken, connection: &connection)
+        return actions
     }
 
     /// What the final answer does beyond itself: ExpiredProviderToken expires the connection's
     /// token everywhere; the connection's first accepted token lifts its stream limit; with
     /// `server.shrinkStreamsAfterRejection` a rejection lowers it to one stream until a request is
     /// accepted again (as reported from production APNs, docs/admin-api.md).
-    private func settle(_ effects: inout Effects, acceptedFirstToken: Bool, connection: inout ConnectionState) {
-        let status = effects.response?.status
-        if effects.response?.rejection?.reason == .expiredProviderToken {
+    /// `rejection` is the answer's (every answer of status 400 and above carries one, and only
+    /// those); it counts only when the actions answer.
+    private func settle(
+        _ actions: inout Effects.Actions, rejection: Rejection?, acceptedFirstToken: Bool, connection: inout ConnectionState
+    ) {
+        if actions.answers, rejection?.reason == .expiredProviderToken {
             connection.auth.tokenExpired(registry: state.tokens, clock: state.clock)
         }
-        effects.raisesStreamLimit = acceptedFirstToken
-        if shrinksStreamsAfterRejection, let status {
-            effects.streamLimit = status >= 400 ? .one : .normal
+        actions.raisesStreamLimit = acceptedFirstToken
+        if shrinksStreamsAfterRejection, actions.answers {
+            actions.streamLimit = rejection == nil ? .normal : .one
         }
     }
 }

@@ -10,13 +10,13 @@ struct Recorder: Sendable {
 
     /// A device push. Returns the record's sequence number (0: recording is off).
     func recordDevice(
-        _ verdict: borrowing DeviceVerdict, effects: Effects, request: borrowing PushRequest, stream: RequestStream,
+        _ verdict: borrowing DeviceVerdict, actions: Effects.Actions, request: borrowing PushRequest, stream: RequestStream,
         context: ConnectionContext, connection: inout ConnectionState
     ) -> UInt64 {
-        let answered = effects.response != nil
+        let answered = actions.answers
         let status = answered ? verdict.response.status : nil
         let rejection = answered ? verdict.response.rejection : nil
-        let action = effects.fault?.name
+        let action = actions.fault?.name
         note(status: status, rejection: rejection, action: action, kind: .device, id: verdict.response.apnsIDText,
              streamID: stream.id, context: context)
         guard state.records.isEnabled else { return 0 }
@@ -34,8 +34,8 @@ struct Recorder: Sendable {
             environment: verdict.environment, auth: verdict.auth, connectionID: UInt64(context.connectionNumber))
         let path = request.path, apnsIDHeader = request.apnsID, apnsID = verdict.response.apnsID
         let uniqueID = answered ? verdict.response.uniqueID : nil
-        let injected = effects.faultMatched, streamID = stream.id
-        let written = effects.writtenAtOnce(streamOpen: stream.isOpen), offset = state.clock.offsetSeconds
+        let injected = actions.faultMatched, streamID = stream.id
+        let written = actions.writtenAtOnce(streamOpen: stream.isOpen), offset = state.clock.offsetSeconds
         return state.records.append { seq in
             RawRecord(
                 seq: seq, receivedAt: receivedAt, shape: shape, path: path, apnsIDHeader: apnsIDHeader,
@@ -59,13 +59,13 @@ struct Recorder: Sendable {
     /// A broadcast or a channel-management request, answered `response` (unless the effects
     /// replace the answer). Returns the record's sequence number (0: recording is off).
     func recordBroadcastSide(
-        _ side: BroadcastSide, response: BroadcastResponse, effects: Effects, request: borrowing PushRequest,
+        _ side: BroadcastSide, response: BroadcastResponse, actions: Effects.Actions, request: borrowing PushRequest,
         stream: RequestStream, context: ConnectionContext, connection: inout ConnectionState
     ) -> UInt64 {
-        let answered = effects.response != nil
+        let answered = actions.answers
         let status = answered ? response.status : nil
         let rejection = answered ? response.rejection : nil
-        let action = effects.fault?.name
+        let action = actions.fault?.name
         state.statistics.count(kind: side.kind)
         note(status: status, rejection: rejection, action: action, kind: side.kind,
              id: response.requestID.text(uppercase: false), streamID: stream.id, context: context)
@@ -78,8 +78,8 @@ struct Recorder: Sendable {
         let uniqueID = answered ? response.uniqueID : nil
         let details = connection.shapes.broadcastDetails(
             kind: side.kind, bundleID: side.bundleID, channelID: side.channelID, operation: side.operation)
-        let injected = effects.faultMatched, streamID = stream.id
-        let written = effects.writtenAtOnce(streamOpen: stream.isOpen), offset = state.clock.offsetSeconds
+        let injected = actions.faultMatched, streamID = stream.id
+        let written = actions.writtenAtOnce(streamOpen: stream.isOpen), offset = state.clock.offsetSeconds
         return state.records.append { seq in
             RawRecord(
                 seq: seq, receivedAt: receivedAt, shape: shape, path: path, apnsIDHeader: apnsIDHeader,
