@@ -102,8 +102,24 @@ struct ListenerRoutes: Sendable {
     /// (every listener of ``Routes/table`` ends with an `otherwise` route, so a request always
     /// finds one; the connection resets a stream that does not).
     func api(for path: String?) -> (any RequestAPI)? {
-        for route in routes where route.path.matches(path) {
-            return route.api
+        routeIndex(for: path).map { routes[$0].api }
+    }
+
+    /// The answer of the API whose route takes the request, or `nil` when none does (see
+    /// ``api(for:)``). The request path calls the API in place: returning it as an existential
+    /// copied (retained and released) the route's API, and the loop over the routes copied each
+    /// route it passed.
+    func answer(
+        _ request: borrowing PushRequest, stream: RequestStream, context: ConnectionContext,
+        connection: inout ConnectionState
+    ) -> Effects? {
+        guard let index = routeIndex(for: request.path) else { return nil }
+        return routes[index].api.answer(request, stream: stream, context: context, connection: &connection)
+    }
+
+    private func routeIndex(for path: String?) -> Int? {
+        for index in routes.indices where routes[index].path.matches(path) {
+            return index
         }
         return nil
     }

@@ -295,7 +295,7 @@ extension APNSConnection: HTTP2SessionDelegate {
         let started: ContinuousClock.Instant? =
             requestState.requestCount % RequestStatistics.latencySampleInterval == 1 ? .now : nil
         let effects = stream.withRequest { request -> Effects? in
-            routes.api(for: request.path)?.answer(
+            routes.answer(
                 request, stream: requestStream, context: context, connection: &requestState)
         }
         guard let effects else {
