@@ -24,7 +24,8 @@ struct APNSResponse: Sendable {
         var text: String { text() }
 
         /// Writes the id as the header `name`; a generated one is not HPACK-indexed (it never
-        /// repeats), nor is an echoed one (a client sends a new one per request).
+        /// repeats), nor is an echoed one (a client sends a new one per request). Its name is
+        /// indexed, once per session (``ResponseHeaderBlock``).
         func write(as name: StaticString, uppercase: Bool = true, into fields: inout ResponseFields) {
             switch self {
             case .echoed(let text): fields.add(name, text: text, indexed: false)
@@ -61,7 +62,8 @@ extension APNSResponse: HTTP2Response {
     var body: [UInt8] { rejection.map(ErrorBody.bytes(for:)) ?? [] }
 
     /// On the wire: `apns-id` always, `apns-unique-id` when there is one, and for an error
-    /// `content-type: application/json`. Generated ids never repeat, so they are not HPACK-indexed.
+    /// `content-type: application/json`. Generated ids never repeat, so their values are not
+    /// HPACK-indexed (their names are, once per session: ``ResponseHeaderBlock``).
     func writeFields(into fields: inout ResponseFields) {
         apnsID.write(as: "apns-id", into: &fields)
         if let uniqueID {
