@@ -1,4 +1,5 @@
 #include "CAPNSMockShims.h"
+#include <assert.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,6 +141,8 @@ BIO *CAPNSMockTransport_new(void) {
 
 void CAPNSMockTransport_lend(BIO *bio, const void *bytes, size_t length) {
     transport_state *state = BIO_get_data(bio);
+    // One loan at a time: a loan inside another would drop the outer one's unread bytes.
+    assert(state->lent == NULL && state->lentLength == 0);
     state->lent = bytes;
     state->lentLength = length;
 }
@@ -169,7 +172,8 @@ int CAPNSMockTransport_endLoan(BIO *bio) {
 
 size_t CAPNSMockTransport_output(BIO *bio, const void **bytes) {
     transport_state *state = BIO_get_data(bio);
-    *bytes = state->out + state->outStart;
+    // Nothing written yet (or a large buffer freed): no buffer, and no offset into one.
+    *bytes = state->out != NULL ? state->out + state->outStart : NULL;
     return state->outLength;
 }
 
