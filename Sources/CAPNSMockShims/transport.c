@@ -4,52 +4,73 @@
 #include <stdlib.h>
 #include <string.h>
 
+/// Bytes waiting in order: `length` bytes from `bytes + start`, in a buffer of `capacity`.
+typedef struct {
+    unsigned char *bytes;
+    size_t start, length, capacity;
+} byte_queue;
+
 /// State of one transport BIO: see CAPNSMockTransport in CAPNSMockShims.h.
 typedef struct {
     /// Ciphertext lent by the caller for the current receive; not owned.
     const unsigned char *lent;
     size_t lentLength;
     /// Ciphertext OpenSSL left unread when the loan ended, kept for the next read.
-    unsigned char *kept;
-    size_t keptStart, keptLength, keptCapacity;
+    byte_queue kept;
     /// Ciphertext written by OpenSSL, waiting to be drained towards the network.
-    unsigned char *out;
-    size_t outStart, outLength, outCapacity;
+    byte_queue out;
 } transport_state;
 
-/// Above this, a buffer emptied by a drain is freed rather than kept for the next burst, so an
-/// idle connection does not hold a large one.
-static const size_t transport_keep_capacity = 64 * 1024;
+/// Above this, a queue emptied is freed rather than kept for the next burst, so an idle
+/// connection does not hold a large buffer.
+static const size_t byte_queue_keep_capacity = 64 * 1024;
 
-/// Grows `*buffer` (holding `length` bytes from `*start`) so that `extra` more fit after them,
-/// moving the bytes to the front first. Never zeroes: every byte handed out was written.
-static int transport_reserve(unsigned char **buffer, size_t *start, size_t length, size_t *capacity, size_t extra) {
-    if (*start > 0) {
-        if (length > 0) memmove(*buffer, *buffer + *start, length);
-        *start = 0;
+/// Appends `count` bytes, growing the buffer (bytes moved to its front first) when they do not
+/// fit after the queued ones. Never zeroes: every byte handed out was written. 0 when memory ran
+/// out (nothing appended).
+static int byte_queue_append(byte_queue *queue, const void *data, size_t count) {
+    if (count == 0) return 1;
+    if (queue->start + queue->length + count > queue->capacity) {
+        if (queue->start > 0) {
+            if (queue->length > 0) memmove(queue->bytes, queue->bytes + queue->start, queue->length);
+            queue->start = 0;
+        }
+        if (queue->capacity - queue->length < count) {
+            if (count > SIZE_MAX / 2 - queue->length) return 0;
+            size_t wanted = queue->length + count;
+            size_t capacity = queue->capacity < 4096 ? 4096 : queue->capacity;
+            while (capacity < wanted) capacity *= 2;
+            unsigned char *grown = realloc(queue->bytes, capacity);
+            if (grown == NULL) return 0;
+            queue->bytes = grown;
+            queue->capacity = capacity;
+        }
     }
-    if (*capacity - length >= extra) return 1;
-    if (extra > SIZE_MAX / 2 - length) return 0;
-    size_t wanted = length + extra;
-    size_t capacity_new = *capacity < 4096 ? 4096 : *capacity;
-    while (capacity_new < wanted) capacity_new *= 2;
-    unsigned char *grown = realloc(*buffer, capacity_new);
-    if (grown == NULL) return 0;
-    *buffer = grown;
-    *capacity = capacity_new;
+    memcpy(queue->bytes + queue->start + queue->length, data, count);
+    queue->length += count;
     return 1;
+}
+
+/// Drops the first `count` bytes (at most all of them); an emptied queue starts again at the
+/// front, and gives a large buffer back.
+static void byte_queue_consume(byte_queue *queue, size_t count) {
+    if (count > queue->length) count = queue->length;
+    queue->start += count;
+    queue->length -= count;
+    if (queue->length > 0) return;
+    queue->start = 0;
+    if (queue->capacity > byte_queue_keep_capacity) {
+        free(queue->bytes);
+        queue->bytes = NULL;
+        queue->capacity = 0;
+    }
 }
 
 static int transport_write(BIO *bio, const char *data, size_t length, size_t *written) {
     transport_state *state = BIO_get_data(bio);
     BIO_clear_retry_flags(bio);
     *written = 0;
-    if (length == 0) return 1;
-    if (state->outStart + state->outLength + length > state->outCapacity) {
-        if (!transport_reserve(&state->out, &state->outStart, state->outLength, &state->outCapacity, length)) return 0;
-    }
-    memcpy(state->out + state->outStart + state->outLength, data, length);
-    state->outLength += length;
+    if (!byte_queue_append(&state->out, data, length)) return 0;
     *written = length;
     return 1;
 }
@@ -58,13 +79,10 @@ static int transport_read(BIO *bio, char *data, size_t size, size_t *read) {
     transport_state *state = BIO_get_data(bio);
     BIO_clear_retry_flags(bio);
     size_t copied = 0;
-    if (state->keptLength > 0 && size > 0) {
-        size_t count = state->keptLength < size ? state->keptLength : size;
-        memcpy(data, state->kept + state->keptStart, count);
-        state->keptStart += count;
-        state->keptLength -= count;
-        if (state->keptLength == 0) state->keptStart = 0;
-        copied = count;
+    if (state->kept.length > 0 && size > 0) {
+        copied = state->kept.length < size ? state->kept.length : size;
+        memcpy(data, state->kept.bytes + state->kept.start, copied);
+        byte_queue_consume(&state->kept, copied);
     }
     if (state->lentLength > 0 && size > copied) {
         size_t room = size - copied;
@@ -91,9 +109,9 @@ static long transport_ctrl(BIO *bio, int command, long number, void *pointer) {
     case BIO_CTRL_FLUSH:
         return 1;
     case BIO_CTRL_PENDING:
-        return (long)(state->keptLength + state->lentLength);
+        return (long)(state->kept.length + state->lentLength);
     case BIO_CTRL_WPENDING:
-        return (long)state->outLength;
+        return (long)state->out.length;
     default:
         return 0;
     }
@@ -110,8 +128,8 @@ static int transport_create(BIO *bio) {
 static int transport_destroy(BIO *bio) {
     transport_state *state = BIO_get_data(bio);
     if (state != NULL) {
-        free(state->kept);
-        free(state->out);
+        free(state->kept.bytes);
+        free(state->out.bytes);
         free(state);
         BIO_set_data(bio, NULL);
     }
@@ -149,45 +167,20 @@ void CAPNSMockTransport_lend(BIO *bio, const void *bytes, size_t length) {
 
 int CAPNSMockTransport_endLoan(BIO *bio) {
     transport_state *state = BIO_get_data(bio);
-    int kept = 1;
-    if (state->lentLength > 0) {
-        if (state->keptStart + state->keptLength + state->lentLength > state->keptCapacity) {
-            kept = transport_reserve(&state->kept, &state->keptStart, state->keptLength, &state->keptCapacity, state->lentLength);
-        }
-        if (kept) {
-            memcpy(state->kept + state->keptStart + state->keptLength, state->lent, state->lentLength);
-            state->keptLength += state->lentLength;
-        }
-    }
+    int kept = byte_queue_append(&state->kept, state->lent, state->lentLength);
     state->lent = NULL;
     state->lentLength = 0;
-    if (state->keptLength == 0 && state->keptCapacity > transport_keep_capacity) {
-        free(state->kept);
-        state->kept = NULL;
-        state->keptStart = 0;
-        state->keptCapacity = 0;
-    }
     return kept;
 }
 
 size_t CAPNSMockTransport_output(BIO *bio, const void **bytes) {
     transport_state *state = BIO_get_data(bio);
-    // Nothing written yet (or a large buffer freed): no buffer, and no offset into one.
-    *bytes = state->out != NULL ? state->out + state->outStart : NULL;
-    return state->outLength;
+    // Nothing written yet (or a large buffer given back): no buffer, and no offset into one.
+    *bytes = state->out.bytes != NULL ? state->out.bytes + state->out.start : NULL;
+    return state->out.length;
 }
 
 void CAPNSMockTransport_consumeOutput(BIO *bio, size_t count) {
     transport_state *state = BIO_get_data(bio);
-    if (count > state->outLength) count = state->outLength;
-    state->outStart += count;
-    state->outLength -= count;
-    if (state->outLength == 0) {
-        state->outStart = 0;
-        if (state->outCapacity > transport_keep_capacity) {
-            free(state->out);
-            state->out = NULL;
-            state->outCapacity = 0;
-        }
-    }
+    byte_queue_consume(&state->out, count);
 }
