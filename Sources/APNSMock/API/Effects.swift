@@ -88,12 +88,6 @@ struct Effects {
         self.recordSeq = recordSeq
     }
 
-    var fault: FaultRule.Action? { actions.fault }
-    var goAwayReason: Reason { actions.goAwayReason }
-    var delayMs: Int { actions.delayMs }
-    var raisesStreamLimit: Bool { actions.raisesStreamLimit }
-    var streamLimit: StreamLimit? { actions.streamLimit }
-    func writtenAtOnce(streamOpen: Bool) -> Bool { actions.writtenAtOnce(streamOpen: streamOpen) }
 }
 
 /// The stream a request arrived on, as the stages after deciding see it.

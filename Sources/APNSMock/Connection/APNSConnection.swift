@@ -304,7 +304,7 @@ extension APNSConnection: HTTP2SessionDelegate {
             return
         }
         carryOutNow(effects, session: session)
-        if effects.delayMs == 0 || schedule == nil {
+        if effects.actions.delayMs == 0 || schedule == nil {
             carryOut(effects, session: session, stream: stream, id: requestStream.id)
             if let started { routes.state.statistics.observeLatency(since: started) }
         } else {
@@ -312,7 +312,7 @@ extension APNSConnection: HTTP2SessionDelegate {
             // unique within the connection, tells (``HTTP2Stream/awaitsAnswer(id:)``). Held back
             // on purpose, it is not a stuck stream.
             stream.exemptFromTimeouts = true
-            schedule?(effects.delayMs) { [weak self] in
+            schedule?(effects.actions.delayMs) { [weak self] in
                 guard let self, case .open(let session) = self.state else { return }
                 self.carryOut(effects, session: session, stream: stream, id: requestStream.id)
                 if let started { self.routes.state.statistics.observeLatency(since: started) }
@@ -322,12 +322,12 @@ extension APNSConnection: HTTP2SessionDelegate {
 
     /// The effects that do not wait for a fault's delay: the stream-limit changes.
     private func carryOutNow(_ effects: Effects, session: HTTP2Session) {
-        if effects.raisesStreamLimit {
+        if effects.actions.raisesStreamLimit {
             // The first valid provider token lifts the one-stream limit (docs/authentication.md).
             normalStreamLimit = settings.maxConcurrentStreams
             setStreamLimit(normalStreamLimit, session: session)
         }
-        switch effects.streamLimit {
+        switch effects.actions.streamLimit {
         case .one?: setStreamLimit(1, session: session)
         case .normal?: setStreamLimit(normalStreamLimit, session: session)
         case nil: break
@@ -337,7 +337,7 @@ extension APNSConnection: HTTP2SessionDelegate {
     /// The answer and the fault action, on the stream if it still waits for them.
     private func carryOut(_ effects: Effects, session: HTTP2Session, stream: HTTP2Stream, id: Int32) {
         guard !isFinished, stream.awaitsAnswer(id: id) else { return }
-        switch effects.fault {
+        switch effects.actions.fault {
         case nil:
             break
         case .reset?:
@@ -346,7 +346,7 @@ extension APNSConnection: HTTP2SessionDelegate {
             // The request that triggered it is refused, so a client knows it may retry it.
             session.reset(stream, id: id, code: .refusedStream)
             logger.debug("sending GOAWAY (fault)")
-            session.submitGoAway(debugData: ErrorBody.bytes(for: effects.goAwayReason))
+            session.submitGoAway(debugData: ErrorBody.bytes(for: effects.actions.goAwayReason))
         case .close?:
             abortRequested = .close
             finish(.drained)
@@ -378,7 +378,7 @@ extension APNSConnection: HTTP2SessionDelegate {
                 session.answersPings = true
             }
         }
-        let saysWritten = effects.writtenAtOnce(streamOpen: true)
+        let saysWritten = effects.actions.writtenAtOnce(streamOpen: true)
         switch effects.response {
         case .apns(let response)?:
             session.submit(response, on: stream, id: id, record: effects.recordSeq, recordSaysWritten: saysWritten)
