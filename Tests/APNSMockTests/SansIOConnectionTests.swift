@@ -200,7 +200,7 @@ struct SansIOConnectionTests {
         for role in ListenerRole.allCases {
             let listener = routes.serving(role)
             #expect(listener.routes.last.map { if case .otherwise = $0.path { true } else { false } } == true, "\(role)")
-            #expect(listener.api(for: nil) != nil)
+            #expect(listener.routeIndex(for: nil) != nil)
         }
     }
 

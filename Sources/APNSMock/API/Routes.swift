@@ -98,17 +98,10 @@ struct ListenerRoutes: Sendable {
     let routes: [Routes.Route]
     let state: MockState
 
-    /// The API for a request with this `:path`, or `nil` when no route of the listener takes it
-    /// (every listener of ``Routes/table`` ends with an `otherwise` route, so a request always
-    /// finds one; the connection resets a stream that does not).
-    func api(for path: String?) -> (any RequestAPI)? {
-        routeIndex(for: path).map { routes[$0].api }
-    }
-
-    /// The answer of the API whose route takes the request, or `nil` when none does (see
-    /// ``api(for:)``). The request path calls the API in place: returning it as an existential
-    /// copied (retained and released) the route's API, and the loop over the routes copied each
-    /// route it passed.
+    /// The answer of the API whose route takes the request, or `nil` when no route of the listener
+    /// takes it (every listener of ``Routes/table`` ends with an `otherwise` route, so a request
+    /// always finds one; the connection resets a stream that does not). The API is called in
+    /// place: returning it as an existential copied (retained and released) it per request.
     func answer(
         _ request: borrowing PushRequest, stream: RequestStream, context: ConnectionContext,
         connection: inout ConnectionState
@@ -117,7 +110,8 @@ struct ListenerRoutes: Sendable {
         return routes[index].api.answer(request, stream: stream, context: context, connection: &connection)
     }
 
-    private func routeIndex(for path: String?) -> Int? {
+    /// The first route that takes a request with this `:path`.
+    func routeIndex(for path: String?) -> Int? {
         for index in routes.indices where routes[index].path.matches(path) {
             return index
         }
