@@ -144,35 +144,32 @@ struct NamePriming {
     /// Responses between primings of one name: rare enough to cost nothing, often enough that an
     /// evicted entry comes back.
     static let interval = 4096
-    private static let slots = 4
 
     /// Responses this session has laid out.
     var responses = 0
-    private var names: (UnsafeRawPointer?, UnsafeRawPointer?, UnsafeRawPointer?, UnsafeRawPointer?) = (nil, nil, nil, nil)
-    private var primedAt: (Int, Int, Int, Int) = (0, 0, 0, 0)
+    /// A primed name's address and the response that primed it; empty slots have no name.
+    private typealias Slot = (name: UnsafeRawPointer?, primedAt: Int)
+    private var slots: (Slot, Slot, Slot, Slot) = ((nil, 0), (nil, 0), (nil, 0), (nil, 0))
 
     /// Whether this response should send the never-indexed field `name` with indexing: its first
     /// time in the session, and again once ``interval`` responses have passed.
     mutating func primes(_ name: StaticString) -> Bool {
         let address = UnsafeRawPointer(name.utf8Start)
-        return withUnsafeMutableBytes(of: &names) { names in
-            withUnsafeMutableBytes(of: &primedAt) { primedAt in
-                let slots = names.bindMemory(to: UnsafeRawPointer?.self)
-                let times = primedAt.bindMemory(to: Int.self)
-                for slot in 0..<Self.slots {
-                    guard let held = slots[slot] else {
-                        slots[slot] = address
-                        times[slot] = responses
-                        return true
-                    }
-                    if held == address {
-                        guard responses &- times[slot] >= Self.interval else { return false }
-                        times[slot] = responses
-                        return true
-                    }
+        let responses = responses
+        return withUnsafeMutableBytes(of: &slots) { raw in
+            let slots = raw.bindMemory(to: Slot.self)
+            for index in slots.indices {
+                guard let held = slots[index].name else {
+                    slots[index] = (address, responses)
+                    return true
                 }
-                return false
+                if held == address {
+                    guard responses &- slots[index].primedAt >= Self.interval else { return false }
+                    slots[index].primedAt = responses
+                    return true
+                }
             }
+            return false
         }
     }
 }
