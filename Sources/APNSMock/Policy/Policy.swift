@@ -105,6 +105,7 @@ struct Policy: Sendable {
     /// token everywhere; the connection's first accepted token lifts its stream limit; with
     /// `server.shrinkStreamsAfterRejection` a rejection lowers it to one stream until a request is
     /// accepted again (as reported from production APNs, docs/admin-api.md).
+    ///
     /// `rejection` is the answer's (every answer of status 400 and above carries one, and only
     /// those); it counts only when the actions answer.
     private func settle(

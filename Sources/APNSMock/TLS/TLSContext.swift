@@ -41,7 +41,7 @@ final class TLSContext: @unchecked Sendable {
                 SSL_CTX_set_client_CA_list(ctx, names)
             }
         }
-        // Partial writes let one SSL_write take whatever fits; the memory BIO never refuses, but
+        // Partial writes let one SSL_write take whatever fits; the transport BIO never refuses, but
         // this keeps the contract explicit. SSL_MODE_RELEASE_BUFFERS is deliberately off: it would
         // save ~34 KiB per idle connection but frees and reallocates the record buffers on every
         // read and write of a busy one, which measurably slows the request path.
