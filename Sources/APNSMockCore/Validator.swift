@@ -312,8 +312,8 @@ public struct Validator: Sendable {
             pushType: draft.pushType,
             priority: draft.priority ?? draft.pushType.defaultPriority,
             expiration: draft.expiration,
-            collapseId: request.collapseID,
-            apnsId: request.apnsID,
+            collapseId: request.collapseID.registerCopy(),
+            apnsId: request.apnsID.registerCopy(),
             lint: draft.lint ?? memo.lint(request, pushType: draft.pushType, lint)
         ))
     }

@@ -53,7 +53,7 @@ struct DeviceAPI: RequestAPI {
         let auth = authenticator.authenticate(
             authorization: request.authorization, environment: environment, now: authenticator.now(), state: &state.auth)
         let requestContext = RequestContext(
-            environment: environment, allowedTopics: auth.allowedTopics, certificateTopic: auth.certificateTopic,
+            environment: environment, allowedTopics: auth.allowedTopics, certificateTopic: auth.certificateTopic.registerCopy(),
             authenticationFailure: auth.failure, devices: state.devices.refreshed(from: devices))
         var decision = validator.validate(request, context: requestContext, memo: &state.memo)
         if decision.acceptedPushType == .liveactivity, case .accepted(var push) = decision,

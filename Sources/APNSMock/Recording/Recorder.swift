@@ -32,7 +32,8 @@ struct Recorder: Sendable {
                 }
             },
             environment: verdict.environment, auth: verdict.auth, connectionID: UInt64(context.connectionNumber))
-        let path = request.path, apnsIDHeader = request.apnsID, apnsID = verdict.response.apnsID
+        let path = request.path.registerCopy(), apnsIDHeader = request.apnsID.registerCopy()
+        let apnsID = verdict.response.apnsID
         let uniqueID = answered ? verdict.response.uniqueID : nil
         let injected = actions.faultMatched, streamID = stream.id
         let written = actions.writtenAtOnce(streamOpen: stream.isOpen), offset = state.clock.offsetSeconds
@@ -74,7 +75,8 @@ struct Recorder: Sendable {
         let shape = connection.shapes.broadcastSide(
             for: request, interpreted: side.interpreted, environment: side.environment, auth: side.auth,
             connectionID: UInt64(context.connectionNumber))
-        let path = request.path, apnsIDHeader = request.apnsID, requestID = response.requestID
+        let path = request.path.registerCopy(), apnsIDHeader = request.apnsID.registerCopy()
+        let requestID = response.requestID
         let uniqueID = answered ? response.uniqueID : nil
         let details = connection.shapes.broadcastDetails(
             kind: side.kind, bundleID: side.bundleID, channelID: side.channelID, operation: side.operation)
