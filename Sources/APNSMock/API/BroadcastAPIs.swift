@@ -51,7 +51,7 @@ struct BroadcastSideVerdict<Verdict: Sendable>: Sendable {
 /// (`/1/apps/<bundle>/channels` and `/all-channels`; docs/broadcast.md). Deciding reads the
 /// connection's credentials and its snapshot of the channels; creating and deleting happen
 /// afterwards, in the ``Policy`` stage, once no fault rule replaced the answer.
-struct ChannelAPI: RequestAPI {
+final class ChannelAPI: RequestAPI {
     let validator = BroadcastValidator()
     let environment: APNSEnvironment
     let authenticator: Authenticator
@@ -124,7 +124,7 @@ struct ChannelAPI: RequestAPI {
 /// Broadcasts, `POST /4/broadcasts/apps/<bundle>` on the APNs listener (docs/broadcast.md).
 /// Deciding is a function of the request, the connection's credentials and its snapshot of the
 /// channels: a channel lookup is a dictionary look-up, with no lock.
-struct BroadcastAPI: RequestAPI {
+final class BroadcastAPI: RequestAPI {
     let validator = BroadcastValidator()
     let authenticator: Authenticator
     let validation: ValidationSettings

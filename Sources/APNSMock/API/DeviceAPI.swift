@@ -17,7 +17,7 @@ struct DeviceVerdict {
 /// snapshots of the device registry and the channels) and the immutable configuration: it reads no
 /// shared mutable state and changes none. What the mock's state does to the verdict (rate limits,
 /// fault rules) happens afterwards, in the ``Policy`` stage, and recording it in the ``Recorder``.
-struct DeviceAPI: RequestAPI {
+final class DeviceAPI: RequestAPI {
     let validator: Validator
     let authenticator: Authenticator
     let defaultEnvironment: APNSEnvironment

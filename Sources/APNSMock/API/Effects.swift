@@ -88,6 +88,22 @@ struct Effects {
         self.recordSeq = recordSeq
     }
 
+    private init(unanswered actions: Actions) {
+        response = nil
+        self.actions = actions
+        recordSeq = 0
+    }
+
+    /// A request no route of its listener takes (``ListenerRoutes``; cannot happen with
+    /// ``Routes/table``, whose listeners each end with a catch-all route): its stream is reset
+    /// with INTERNAL_ERROR, as a `reset` action would; nothing is answered or recorded.
+    static var unrouted: Effects {
+        var actions = Actions()
+        actions.answers = false
+        actions.fault = .reset
+        return Effects(unanswered: actions)
+    }
+
 }
 
 /// The stream a request arrived on, as the stages after deciding see it.

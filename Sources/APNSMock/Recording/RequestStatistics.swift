@@ -1,5 +1,6 @@
 import APNSMockCore
 import CoreMetrics
+import NIOCore
 import Prometheus
 import Synchronization
 
@@ -187,9 +188,8 @@ final class RequestStatistics: Sendable {
     }
 
     /// One latency sample: from the request's last frame to its answer being queued.
-    func observeLatency(since start: ContinuousClock.Instant) {
-        let (seconds, attoseconds) = (ContinuousClock.now - start).components
-        latency.recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+    func observeLatency(sinceUptimeNanoseconds start: UInt64) {
+        latency.recordNanoseconds(Int64(clamping: NIODeadline.now().uptimeNanoseconds &- start))
     }
 
     private static func seconds(_ duration: Duration) -> Double {
