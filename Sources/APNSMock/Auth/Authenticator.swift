@@ -185,11 +185,11 @@ struct Authenticator: Sendable {
               key.teamID == token.issuer,
               ES256.verify(signature: token.signature, message: token.signingInput, with: key.publicKey)
         else { return .invalid }
-        var summary = key.summary
-        summary.iatForm = token.issuedAtForm
-        summary.iat = token.issuedAt
-        summary.signatureForm = token.signatureForm
-        summary.tokenId = ES256.fingerprint(authorization.utf8.dropFirst("bearer ".count))
+        let summary = AuthSummary(
+            method: key.summary.method, teamId: key.summary.teamId, keyId: key.summary.keyId,
+            iatForm: token.issuedAtForm, iat: token.issuedAt,
+            tokenId: ES256.fingerprint(authorization.utf8.dropFirst("bearer ".count)),
+            signatureForm: token.signatureForm)
         return .valid(key, iat: token.issuedAt, summary: summary)
     }
 
