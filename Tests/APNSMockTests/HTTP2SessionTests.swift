@@ -313,6 +313,32 @@ struct HTTP2SessionTests {
         #expect(harness.session.deliberateEnd?.reason == "DATA on closed stream 1")
     }
 
+    /// The same when the input arrives in pieces that split frame headers (and the preface) across
+    /// reads: the scan ahead of nghttp2 carries a partial frame header over to the next chunk, and
+    /// still lets a request whose frames are split the same way through.
+    @Test func dataOnAClosedStreamIsFoundAcrossSplitFrameHeaders() throws {
+        for piece in [1, 4, 7, 10] {
+            let harness = try Harness()
+            let opening = H2.preface + H2.settings() + Self.request(1)
+            for start in stride(from: 0, to: opening.count, by: piece) {
+                let chunk = Array(opening[start..<min(start + piece, opening.count)])
+                let error = chunk.withUnsafeBytes { harness.session.receive($0) }
+                #expect(error == nil, "piece \(piece): \(String(describing: error))")
+            }
+            harness.drain()
+            #expect(harness.status(of: 1) == "200", "piece \(piece)")
+            let late = H2.data(stream: 1, Array("{}".utf8), endStream: true)
+            var ended: HTTP2Session.ProtocolError?
+            for start in stride(from: 0, to: late.count, by: piece) where ended == nil {
+                let chunk = Array(late[start..<min(start + piece, late.count)])
+                ended = chunk.withUnsafeBytes { harness.session.receive($0) }
+            }
+            #expect(ended != nil, "piece \(piece): DATA on a closed stream was let through")
+            #expect(harness.drain().first { $0.goaway != nil }?.goaway?.errorCode == HTTP2ErrorCode.streamClosed.rawValue)
+            #expect(harness.session.deliberateEnd?.reason == "DATA on closed stream 1")
+        }
+    }
+
     /// DATA still in flight for a stream this side reset (a refused stream, a malformed one) is
     /// ignored (RFC 9113 §5.1): a client that opened a hundred streams before it read SETTINGS
     /// sends their bodies after the resets.

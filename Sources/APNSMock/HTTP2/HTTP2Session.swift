@@ -704,13 +704,14 @@ extension HTTP2Session {
 struct FrameHeaderScanner {
     /// Preface bytes still to skip, then payload bytes of the current frame.
     private var skip = 24
-    private var header: (UInt64, UInt8) = (0, 0)
-    /// Bytes of the current frame header read so far (0 to 8; 9 completes it).
+    /// Bytes of a frame header split across chunks, collected so far (0 to 8; 9 completes it).
     private var headerBytes = 0
-    private var headerBuffer = [UInt8](repeating: 0, count: 9)
+    /// Room for that header's 9 bytes.
+    private var partial: (UInt64, UInt64) = (0, 0)
 
     /// Scans `bytes`; returns the first DATA frame's stream id for which `dataOnClosedStream` holds.
     mutating func scan(_ bytes: UnsafeRawBufferPointer, dataOnClosedStream: (Int32) -> Bool) -> Int32? {
+        guard let base = bytes.baseAddress else { return nil }
         var index = 0
         let count = bytes.count
         while index < count {
@@ -720,19 +721,36 @@ struct FrameHeaderScanner {
                 index += taken
                 continue
             }
-            headerBuffer[headerBytes] = bytes[index]
+            if headerBytes == 0, count - index >= 9 {
+                // The whole header is in this chunk, as it nearly always is: read in place.
+                if let stream = frame(at: base + index, dataOnClosedStream) { return stream }
+                index += 9
+                continue
+            }
+            withUnsafeMutableBytes(of: &partial) { $0[headerBytes] = bytes[index] }
             headerBytes += 1
             index += 1
             guard headerBytes == 9 else { continue }
             headerBytes = 0
-            let length = Int(headerBuffer[0]) << 16 | Int(headerBuffer[1]) << 8 | Int(headerBuffer[2])
-            let stream = Int32(bitPattern: UInt32(headerBuffer[5] & 0x7F) << 24 | UInt32(headerBuffer[6]) << 16
-                | UInt32(headerBuffer[7]) << 8 | UInt32(headerBuffer[8]))
-            if headerBuffer[3] == UInt8(NGHTTP2_DATA.rawValue), stream != 0, dataOnClosedStream(stream) {
+            let collected = partial
+            if let stream = withUnsafeBytes(of: collected, { frame(at: $0.baseAddress!, dataOnClosedStream) }) {
                 return stream
             }
-            skip = length
         }
+        return nil
+    }
+
+    /// Reads the 9-byte frame header at `header`: the stream id of DATA on a closed stream, else
+    /// `nil` with the frame's payload to skip next.
+    private mutating func frame(at header: UnsafeRawPointer, _ dataOnClosedStream: (Int32) -> Bool) -> Int32? {
+        let bytes = header.assumingMemoryBound(to: UInt8.self)
+        let length = Int(bytes[0]) << 16 | Int(bytes[1]) << 8 | Int(bytes[2])
+        let stream = Int32(bitPattern: UInt32(bytes[5] & 0x7F) << 24 | UInt32(bytes[6]) << 16
+            | UInt32(bytes[7]) << 8 | UInt32(bytes[8]))
+        if bytes[3] == UInt8(NGHTTP2_DATA.rawValue), stream != 0, dataOnClosedStream(stream) {
+            return stream
+        }
+        skip = length
         return nil
     }
 }
