@@ -33,6 +33,20 @@ public struct RequestContext: Sendable {
         self.authenticationFailure = authenticationFailure
         self.devices = devices
     }
+
+    /// Sets every field, as ``init(environment:allowedTopics:certificateTopic:authenticationFailure:devices:)``
+    /// does: a server that decides many requests keeps one context and updates it in place.
+    @inlinable
+    public mutating func update(
+        environment: APNSEnvironment, allowedTopics: AllowedTopics, certificateTopic: String?,
+        authenticationFailure: Rejection?, devices: DeviceRegistry
+    ) {
+        self.environment = environment
+        self.allowedTopics = allowedTopics
+        self.certificateTopic = certificateTopic
+        self.authenticationFailure = authenticationFailure
+        self.devices = devices
+    }
 }
 
 /// A request that passed every check, with its headers interpreted: what gets delivered and

@@ -501,3 +501,21 @@ func memoisedValidation(row: ValidationRow) {
     #expect(validator.validate(badID.request, context: badID.context, memo: &memo) == .rejected(Rejection(.badMessageId)))
     #expect(validator.validate(baseline.request, context: baseline.context, memo: &memo).acceptedPush != nil)
 }
+
+/// A server keeps one context per connection and updates it in place for every request: the
+/// update must set every field the initialiser sets (a new field fails the count below until
+/// `update` sets it too).
+@Test func contextUpdateSetsEveryField() {
+    var context = RequestContext(
+        environment: .production, allowedTopics: .topics(["old.topic"]), certificateTopic: "old.topic",
+        authenticationFailure: Rejection(.invalidProviderToken), devices: DeviceRegistry(policy: .registered))
+    context.update(
+        environment: .sandbox, allowedTopics: .bundleIDs(["com.example.app"]), certificateTopic: nil,
+        authenticationFailure: nil, devices: DeviceRegistry(entries: [DeviceEntry(token: Scenario.token)]))
+    #expect(context.environment == .sandbox)
+    #expect(context.allowedTopics == .bundleIDs(["com.example.app"]))
+    #expect(context.certificateTopic == nil)
+    #expect(context.authenticationFailure == nil)
+    #expect(context.devices.policy == .open && !context.devices.isEmpty)
+    #expect(Mirror(reflecting: context).children.count == 5)
+}

@@ -22,6 +22,9 @@ struct ConnectionState {
     var devices: StateSnapshot<DeviceRegistry>
     var channels: StateSnapshot<ChannelRegistry>
     var memo = ValidationMemo()
+    /// The validator's context for the request being decided (``DeviceAPI``), kept between
+    /// requests and updated in place.
+    var validation = RequestContext(environment: .production)
     var shapes = RecordShapes()
     /// When the connection's current batch of input was read (see ``readTime()``).
     var readMilliseconds: Int64?

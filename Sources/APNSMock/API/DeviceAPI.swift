@@ -52,10 +52,12 @@ final class DeviceAPI: RequestAPI {
         let environment = state.environment(of: request, context: context, fallback: defaultEnvironment)
         let auth = authenticator.authenticate(
             authorization: request.authorization, environment: environment, now: authenticator.now(), state: &state.auth)
-        let requestContext = RequestContext(
+        // The connection's context is updated in place: building one per request copied it whole
+        // and destroyed it twice (about 300 instructions).
+        state.validation.update(
             environment: environment, allowedTopics: auth.allowedTopics, certificateTopic: auth.certificateTopic.registerCopy(),
             authenticationFailure: auth.failure, devices: state.devices.refreshed(from: devices))
-        var decision = validator.validate(request, context: requestContext, memo: &state.memo)
+        var decision = validator.validate(request, context: state.validation, memo: &state.memo)
         if decision.acceptedPushType == .liveactivity, case .accepted(var push) = decision,
            let bundleID = push.pushType.bundleID(inTopic: push.topic) {
             // A Live Activity that subscribes to a channel (`input-push-channel`) needs the channel
