@@ -2,17 +2,20 @@
 /// the authenticator's verdict and a snapshot of the channels, handed in so that deciding stays
 /// pure (as for device pushes, ``RequestContext``).
 public struct BroadcastContext: Sendable {
+    // Optionals spelled `Optional<…>`: a stored `var` spelled `T?` is first set to an implicit
+    // `nil` in the initialiser, whose assignment then destroys that `nil` (through Optional's
+    // generic value witness) on every request that builds one.
     /// The environment of the request: the channel-management listener's own, or for a
     /// broadcast the one the dialled host names (else the server's default).
     public var environment: APNSEnvironment
     /// What the sender's key or certificate may push to.
     public var allowedTopics: AllowedTopics
     /// The authenticator's refusal of the credentials, if any.
-    public var authenticationFailure: Rejection?
+    public var authenticationFailure: Optional<Rejection>
     public var channels: ChannelRegistry
     /// The version of ``channels`` in its store, which moves with every change; `nil` when
     /// unknown (then a broadcast's channel is looked up afresh every time).
-    public var channelsVersion: UInt64?
+    public var channelsVersion: Optional<UInt64>
     public var settings: BroadcastSettings
     public var validation: ValidationSettings
 

@@ -55,11 +55,14 @@ public struct FaultRule: Sendable, Equatable {
 
     /// What a rule can match a request on.
     public struct Facts: Sendable {
-        public var token: String?
-        public var topic: String?
-        public var pushType: PushType?
+        // Optionals spelled `Optional<…>`: a stored `var` spelled `T?` is first set to an
+        // implicit `nil` in the initialiser, whose assignment then destroys that `nil` (through
+        // Optional's generic value witness) for every request a fault rule is matched against.
+        public var token: Optional<String>
+        public var topic: Optional<String>
+        public var pushType: Optional<PushType>
         public var kind: RecordKind
-        public var channelID: String?
+        public var channelID: Optional<String>
         /// The request's connection, numbered from 1 since start or the last reset.
         public var connection: Int
         /// The request's number on its connection, from 1.

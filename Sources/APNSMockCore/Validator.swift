@@ -61,11 +61,15 @@ public struct AcceptedPush: Sendable, Equatable {
     public var pushType: PushType
     /// `apns-priority`, or the push type's ``PushType/defaultPriority`` when absent.
     public var priority: Int
+    // The optionals are spelled `Optional<…>`: a stored `var` spelled `T?` is first set to its
+    // implicit `nil` in the initialiser, whose assignment then destroyed that `nil` (through
+    // Optional's generic value witness) and copied the push, for every accepted push.
+
     /// `apns-expiration` in UNIX seconds; `nil` when absent (0 means "deliver once, do not store").
-    public var expiration: Int64?
-    public var collapseId: String?
+    public var expiration: Optional<Int64>
+    public var collapseId: Optional<String>
     /// `apns-id` as sent, or `nil` when the server must generate one (uppercase).
-    public var apnsId: String?
+    public var apnsId: Optional<String>
     /// Lint findings on the payload; never a reason to reject here (strict lint rejects earlier).
     public var lint: [LintFinding]
 
@@ -510,7 +514,9 @@ public struct ValidationMemo: Sendable {
     /// connection repeats a value, so a match costs a few word comparisons.
     struct HeaderKey {
         var headers: PushRequest
-        var certificateTopic: String?
+        // Spelled `Optional<…>`, as ``AcceptedPush``'s are: a key is made for every request whose
+        // headers are not the last one's.
+        var certificateTopic: Optional<String>
 
         init(_ request: PushRequest, certificateTopic: String?) {
             headers = request
