@@ -62,7 +62,10 @@ struct LifecycleTests {
     }
 
     @Test func idleConnectionGetsGoAwayIdleTimeout() async throws {
-        try await MockHarness.withRunningMock(configure: { $0.idleTimeout = .milliseconds(500) }) { mock in
+        // Long enough for the TLS handshake to finish first on a machine loaded by the whole suite
+        // (the test takes 12-19 s there): a connection idle during its handshake is closed before
+        // HTTP/2 is up, without a GOAWAY (500 ms failed once that way).
+        try await MockHarness.withRunningMock(configure: { $0.idleTimeout = .milliseconds(1500) }) { mock in
             let client = try await RawClient.connect(port: mock.apnsPort, security: .tls(caPath: mock.caPath, alpn: ["h2"]))
             // On a loaded machine the server may already have given up before this is sent; the
             // GOAWAY below is what matters.
