@@ -252,13 +252,16 @@ public struct BroadcastValidator: Sendable {
     public func decideBroadcast(
         _ request: PushRequest, context: BroadcastContext, memo: inout ValidationMemo
     ) -> BroadcastVerdict {
-        // The key is compared where it is stored: copying it out would copy a whole request.
-        let headers: HeaderOutcome
-        if memo.broadcastHeaders?.key.matches(request, certificateTopic: nil) == true,
-           let outcome = memo.broadcastHeaders?.outcome {
-            headers = outcome
+        // The key is compared where it is stored: copying it out would copy a whole request. So is
+        // the outcome read: only its draft, which the other steps add to, is copied.
+        var draft: Draft
+        let headerFailure: (step: BroadcastStep, rejection: Rejection)?
+        if memo.broadcastHeaders?.key.matches(request, certificateTopic: nil) == true {
+            // Read in place: binding the entry would copy its key, a whole request.
+            draft = memo.broadcastHeaders!.outcome.draft
+            headerFailure = memo.broadcastHeaders!.outcome.failure
         } else {
-            var draft = Draft()
+            draft = Draft()
             var failure: (step: BroadcastStep, rejection: Rejection)?
             for step in BroadcastStep.broadcastOrder where step.readsHeadersOnly {
                 if let rejection = check(step, request, context, &draft, &memo) {
@@ -266,12 +269,12 @@ public struct BroadcastValidator: Sendable {
                     break
                 }
             }
-            headers = HeaderOutcome(draft: draft, failure: failure)
-            memo.broadcastHeaders = (ValidationMemo.HeaderKey(request, certificateTopic: nil), headers)
+            headerFailure = failure
+            memo.broadcastHeaders = (
+                ValidationMemo.HeaderKey(request, certificateTopic: nil), HeaderOutcome(draft: draft, failure: failure))
         }
-        var draft = headers.draft
         for step in BroadcastStep.broadcastOrder {
-            if let failure = headers.failure, failure.step == step {
+            if let failure = headerFailure, failure.step == step {
                 return BroadcastVerdict(bundleID: draft.bundleID, channelID: request.channelID, outcome: .rejected(failure.rejection))
             }
             if step.readsHeadersOnly { continue }
@@ -415,12 +418,15 @@ public struct BroadcastValidator: Sendable {
         guard let version = context.channelsVersion else {
             return context.channels.channel(id: id, bundleID: bundleID, environment: context.environment)
         }
-        if let last = memo.broadcastChannel, last.version == version, last.environment == context.environment,
-           last.id == id, last.bundleID == bundleID {
+        // Compared where it is stored: copying the entry out (a tuple of two strings and an optional
+        // channel) went through Optional's generic value witness, about 300 instructions.
+        if memo.broadcastChannel?.answers(id: id, bundleID: bundleID, environment: context.environment, version: version) == true,
+           let last = memo.broadcastChannel {
             return last.channel
         }
         let channel = context.channels.channel(id: id, bundleID: bundleID, environment: context.environment)
-        memo.broadcastChannel = (id, bundleID, context.environment, version, channel)
+        memo.broadcastChannel = ValidationMemo.ChannelLookup(
+            id: id, bundleID: bundleID, environment: context.environment, version: version, channel: channel)
         return channel
     }
 

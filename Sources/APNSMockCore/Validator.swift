@@ -502,9 +502,23 @@ public struct ValidationMemo: Sendable {
     fileprivate var headerOutcome: HeaderOutcome?
     /// A broadcast's header steps, for the last broadcast's headers (``BroadcastValidator``).
     var broadcastHeaders: (key: HeaderKey, outcome: BroadcastValidator.HeaderOutcome)?
-    /// The last channel a broadcast looked up: its ID (the String the request carried), bundle
-    /// and environment, the registry version it was read at, and what the look-up found.
-    var broadcastChannel: (id: String, bundleID: String, environment: APNSEnvironment, version: UInt64, channel: BroadcastChannel?)?
+    /// The last channel a broadcast looked up.
+    var broadcastChannel: ChannelLookup?
+
+    /// A channel look-up: the ID (the String the request carried), bundle and environment, the
+    /// registry version it was read at, and what it found.
+    struct ChannelLookup {
+        var id: String
+        var bundleID: String
+        var environment: APNSEnvironment
+        var version: UInt64
+        var channel: Optional<BroadcastChannel>
+
+        /// Whether this look-up answers the same question (the strings compare by identity first).
+        func answers(id: String, bundleID: String, environment: APNSEnvironment, version: UInt64) -> Bool {
+            self.version == version && self.environment == environment && self.id == id && self.bundleID == bundleID
+        }
+    }
 
     public init() {}
 
