@@ -44,10 +44,11 @@ struct Policy: Sendable {
         _ decided: BroadcastSideVerdict<BroadcastVerdict>, response: inout BroadcastResponse,
         context: ConnectionContext, connection: inout ConnectionState
     ) -> Effects.Actions {
-        let rule = state.faults.apply(FaultRule.Facts(
+        // As for device pushes, the facts are gathered only when some rule could use them.
+        let rule = state.faults.hasRules ? state.faults.apply(FaultRule.Facts(
             topic: decided.verdict.bundleID, pushType: .liveactivity, kind: .broadcast,
             channelID: decided.verdict.channelID, connection: context.connectionNumber,
-            requestNumber: connection.requestCount))
+            requestNumber: connection.requestCount)) : nil
         return effects(of: rule, response: &response, acceptedFirstToken: decided.acceptedFirstToken, connection: &connection)
     }
 
@@ -59,9 +60,9 @@ struct Policy: Sendable {
         connection: inout ConnectionState
     ) -> (actions: Effects.Actions, response: BroadcastResponse, channelID: String?) {
         let verdict = decided.verdict
-        let rule = state.faults.apply(FaultRule.Facts(
+        let rule = state.faults.hasRules ? state.faults.apply(FaultRule.Facts(
             topic: verdict.bundleID, kind: .channel, channelID: verdict.channelID,
-            connection: context.connectionNumber, requestNumber: connection.requestCount))
+            connection: context.connectionNumber, requestNumber: connection.requestCount)) : nil
         var outcome = verdict.outcome
         var channelID = verdict.channelID
         var response: BroadcastResponse?
