@@ -107,9 +107,9 @@ public struct AuthSummary: Sendable, Equatable, Codable {
             && l.iat == r.iat && l.tokenId == r.tokenId && l.signatureForm == r.signatureForm
     }
 
-    // The encoding a synthesized Codable gave the plain struct this was: each field under its own
-    // name, absent when nil.
-    private enum CodingKeys: String, CodingKey {
+    /// The JSON keys: what a synthesized Codable gave the plain struct this was. Public so that a
+    /// record can nest the same fields under its own `"auth"`.
+    public enum CodingKeys: String, CodingKey {
         case method, teamId, keyId, iatForm, iat, tokenId, signatureForm
     }
 
@@ -125,14 +125,28 @@ public struct AuthSummary: Sendable, Equatable, Codable {
             signatureForm: try c.decodeIfPresent(ProviderToken.SignatureForm.self, forKey: .signatureForm))
     }
 
+    /// Each field under its name, absent when nil (as the synthesized Codable wrote it).
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encodeIfPresent(method, forKey: .method)
-        try c.encodeIfPresent(teamId, forKey: .teamId)
-        try c.encodeIfPresent(keyId, forKey: .keyId)
-        try c.encodeIfPresent(iatForm, forKey: .iatForm)
-        try c.encodeIfPresent(iat, forKey: .iat)
-        try c.encodeIfPresent(tokenId, forKey: .tokenId)
-        try c.encodeIfPresent(signatureForm, forKey: .signatureForm)
+        try encode(into: &c, nilAsNull: false)
+    }
+
+    /// Writes every field into `container`; a nil one as `null` with `nilAsNull` (a record spells
+    /// every key), else not at all.
+    public func encode(into container: inout KeyedEncodingContainer<CodingKeys>, nilAsNull: Bool) throws {
+        func put<Value: Encodable>(_ value: Value?, _ key: CodingKeys) throws {
+            if nilAsNull {
+                try container.encode(value, forKey: key)
+            } else {
+                try container.encodeIfPresent(value, forKey: key)
+            }
+        }
+        try put(method, .method)
+        try put(teamId, .teamId)
+        try put(keyId, .keyId)
+        try put(iatForm, .iatForm)
+        try put(iat, .iat)
+        try put(tokenId, .tokenId)
+        try put(signatureForm, .signatureForm)
     }
 }

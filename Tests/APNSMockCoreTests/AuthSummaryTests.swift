@@ -49,4 +49,24 @@ struct AuthSummaryTests {
         #expect(try JSONDecoder().decode(AuthSummary.self, from: Data(json.utf8)) == Self.token)
         #expect(try JSONDecoder().decode(AuthSummary.self, from: Data("{}".utf8)) == .none)
     }
+
+    /// A record nests the same keys and spells a nil field `null` (every key is always there).
+    @Test func encodesIntoARecordWithNullsSpelledOut() throws {
+        struct Nested: Encodable {
+            var auth: AuthSummary
+            enum Keys: String, CodingKey { case auth }
+            func encode(to encoder: any Encoder) throws {
+                var c = encoder.container(keyedBy: Keys.self)
+                var fields = c.nestedContainer(keyedBy: AuthSummary.CodingKeys.self, forKey: .auth)
+                try auth.encode(into: &fields, nilAsNull: true)
+            }
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        let json = String(
+            decoding: try encoder.encode(Nested(auth: AuthSummary(method: .certificate, teamId: "DEMOTEAM01"))), as: UTF8.self)
+        #expect(json == #"{"auth":{"iat":null,"iatForm":null,"keyId":null,"method":"certificate","signatureForm":null,"teamId":"DEMOTEAM01","tokenId":null}}"#)
+        let full = String(decoding: try encoder.encode(Nested(auth: Self.token)), as: UTF8.self)
+        #expect(full == #"{"auth":"# + String(decoding: try encoder.encode(Self.token), as: UTF8.self) + "}")
+    }
 }

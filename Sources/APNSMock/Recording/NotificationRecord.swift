@@ -79,10 +79,6 @@ public struct NotificationRecord: Codable, Sendable, Equatable {
         case injected, action, connectionId, streamId, headers, kind, channelId, requestId, operation, responseWritten
     }
 
-    enum AuthKeys: String, CodingKey {
-        case method, teamId, keyId, iatForm, iat, tokenId, signatureForm
-    }
-
     /// Writes every key, `null` included: the contract shows absent values as `null`, and scripts
     /// using `jq` can rely on each key being there.
     public func encode(to encoder: any Encoder) throws {
@@ -100,14 +96,8 @@ public struct NotificationRecord: Codable, Sendable, Equatable {
         try c.encode(collapseId, forKey: .collapseId)
         try c.encode(environment, forKey: .environment)
         // AuthSummary's own encoding leaves nil fields out; the record spells them null.
-        var authFields = c.nestedContainer(keyedBy: AuthKeys.self, forKey: .auth)
-        try authFields.encode(auth.method, forKey: .method)
-        try authFields.encode(auth.teamId, forKey: .teamId)
-        try authFields.encode(auth.keyId, forKey: .keyId)
-        try authFields.encode(auth.iatForm, forKey: .iatForm)
-        try authFields.encode(auth.iat, forKey: .iat)
-        try authFields.encode(auth.tokenId, forKey: .tokenId)
-        try authFields.encode(auth.signatureForm, forKey: .signatureForm)
+        var authFields = c.nestedContainer(keyedBy: AuthSummary.CodingKeys.self, forKey: .auth)
+        try auth.encode(into: &authFields, nilAsNull: true)
         try c.encode(payload, forKey: .payload)
         try c.encode(payloadEncoding, forKey: .payloadEncoding)
         try c.encode(payloadSize, forKey: .payloadSize)
