@@ -88,7 +88,11 @@ public struct APNSMockServer: Sendable {
             expected: tlsListeners + (proxy.map { [$0] } ?? []), gracePeriod: configuration.shutdownGracePeriod,
             onListening: onListening)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.threads))
-        var services: [any Service] = [EventLoopService(group: group)]
+        // Listed after the event loops and before the listeners: it stops after the listeners,
+        // so its last summary counts every request they answered.
+        var services: [any Service] = [
+            EventLoopService(group: group), RejectionSummaryService(statistics: state.statistics, logger: logger),
+        ]
         for (index, address) in tlsListeners.enumerated() {
             services.append(TLSListenerService(
                 index: index, address: address, routes: routes.serving(address.role), tlsContext: tlsContext,

@@ -92,11 +92,63 @@ public enum RefusedStreamCause: String, Sendable, CaseIterable, Codable {
     case beforeAuthentication
     /// Past the connection's MAX_CONCURRENT_STREAMS otherwise.
     case overLimit
+    /// Completed above the last stream id of a GOAWAY this side sent: not processed (RFC 9113
+    /// §6.8), reset with REFUSED_STREAM, never decided, recorded or counted as a request.
+    case afterGoAway
 
-    var index: Int { self == .beforeAuthentication ? 0 : 1 }
+    var index: Int {
+        switch self {
+        case .beforeAuthentication: 0
+        case .overLimit: 1
+        case .afterGoAway: 2
+        }
+    }
 
     /// The Prometheus label value.
-    var metricLabel: String { self == .beforeAuthentication ? "before_authentication" : "over_limit" }
+    var metricLabel: String {
+        switch self {
+        case .beforeAuthentication: "before_authentication"
+        case .overLimit: "over_limit"
+        case .afterGoAway: "after_goaway"
+        }
+    }
+}
+
+/// Why this side sent a GOAWAY (`/v1/stats` `goaways.byCause`, `apns_goaways_total{cause}`).
+public enum GoAwayCause: String, Sendable, CaseIterable, Codable {
+    /// A `goaway` fault rule.
+    case fault
+    /// The mock is shutting down.
+    case shutdown
+    /// The idle timeout, or a connection stuck in its handshake or on a stream past its timeout.
+    case idle
+    /// `server.errorDisconnect`: too many error answers on one connection (Apple's penalty).
+    case errorDisconnect = "error-disconnect"
+    /// The client broke RFC 9113 (this side's rules or nghttp2's).
+    case `protocol`
+    /// One of nghttp2's defences against floods (PING, SETTINGS, mass stream resets).
+    case flood
+}
+
+/// A GOAWAY this side sent: what `/v1/events` tells as `event: goaway`, the inbox shows and the
+/// log says.
+public struct GoAwayNotice: Sendable, Codable, Equatable {
+    public var connectionId: UInt64
+    public var cause: GoAwayCause
+    /// The error code's name (`NO_ERROR`, `ENHANCE_YOUR_CALM`, …).
+    public var code: String
+    /// The last stream id it named: streams above it were not processed.
+    public var lastStreamId: Int32
+    /// Its debug data, as text (empty when none).
+    public var debugData: String
+    /// When, RFC 3339 with milliseconds (wall clock).
+    public var at: String
+}
+
+/// What event streams hear besides records: both are told as they happen, neither is a record.
+enum ConnectionNotice: Sendable, Equatable {
+    case refusedStreams(RefusedStreamsNotice)
+    case goAway(GoAwayNotice)
 }
 
 /// Streams one connection refused in one read: what `/v1/events` tells as `event: refused-streams`

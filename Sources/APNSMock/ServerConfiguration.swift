@@ -79,6 +79,9 @@ public struct ServerConfiguration: Sendable {
     public var broadcast: BroadcastSettings
     /// The CONNECT proxy listener (`proxy`); off unless its port is set.
     public var proxy: Configuration.Proxy
+    /// How many log lines the process's log sink has dropped since start (the command line's
+    /// `LogSink`), for `apns_log_lines_dropped_total`; `nil` where logs are not sunk so (tests).
+    public var droppedLogLines: (@Sendable () -> Int)?
 
     /// The built-in defaults (``Configuration``'s).
     public init() {

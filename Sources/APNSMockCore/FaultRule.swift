@@ -87,8 +87,8 @@ public struct FaultRule: Sendable, Equatable {
     /// admin API decode into it, the policy stage puts it in the request's effects, and the connection
     /// carries it out.
     public enum Action: Sendable, Equatable {
-        /// GOAWAY, with `respond`'s error body as debug data when the rule has one.
-        case goaway
+        /// GOAWAY, in one of the forms clients meet from Apple and from proxies (``GoAway``).
+        case goaway(GoAway)
         /// RST_STREAM on the request's stream only.
         case reset
         /// Close the TCP connection without a word.
@@ -151,6 +151,50 @@ public struct FaultRule: Sendable, Equatable {
         }
     }
 
+    /// The `goaway` action's form: its error code, its debug data, the last stream id it names,
+    /// and whether the connection stays open after it.
+    public struct GoAway: Sendable, Equatable {
+        /// `goawayCode`: the error codes APNs and the proxies in front of it are seen to send.
+        public enum Code: String, Sendable, CaseIterable {
+            case noError = "NO_ERROR"
+            case protocolError = "PROTOCOL_ERROR"
+            case internalError = "INTERNAL_ERROR"
+            case enhanceYourCalm = "ENHANCE_YOUR_CALM"
+
+            /// RFC 9113 §7's number.
+            public var value: UInt32 {
+                switch self {
+                case .noError: 0x0
+                case .protocolError: 0x1
+                case .internalError: 0x2
+                case .enhanceYourCalm: 0xB
+                }
+            }
+        }
+
+        /// `lastStreamId`: the last stream received (`processed`, RFC 9113's graceful form), or a
+        /// lower id, so that streams in flight above it were not processed.
+        public enum LastStream: Sendable, Equatable {
+            case processed
+            case id(Int32)
+        }
+
+        public var code: Code
+        /// `debugData`: `{"reason":…}` (the rule's `respond` reason, else Shutdown), or nothing.
+        public var carriesReason: Bool
+        public var lastStream: LastStream
+        /// `keepOpen`: the connection is not closed after the GOAWAY; streams the client still
+        /// opens are refused (REFUSED_STREAM) until it leaves.
+        public var keepOpen: Bool
+
+        public init(code: Code = .noError, carriesReason: Bool = true, lastStream: LastStream = .processed, keepOpen: Bool = false) {
+            self.code = code
+            self.carriesReason = carriesReason
+            self.lastStream = lastStream
+            self.keepOpen = keepOpen
+        }
+    }
+
     public var match: Match
     /// The error to answer with; `nil` to answer normally (after ``delayMs``) or to act on the
     /// connection.
@@ -194,6 +238,7 @@ public struct FaultRule: Sendable, Equatable {
     static func decode<Node: DocumentNode>(_ field: Field<Node>, maxConcurrentStreams serverMaximum: Int) throws(ConfigurationError) -> FaultRule {
         let fields = try field.mapping(allowing: [
             "match", "respond", "action", "delayMs", "times", "probability", "maxConcurrentStreams", "durationMs",
+            "goawayCode", "debugData", "lastStreamId", "keepOpen",
         ])
         var rule = FaultRule()
 
@@ -258,6 +303,37 @@ public struct FaultRule: Sendable, Equatable {
             guard serverMaximum >= 1 else { throw streams.error(.invalidValue, "the server allows no streams") }
             streamLimit = try streams.integer(in: 1...serverMaximum)
         }
+        var goAway = GoAway()
+        for name in ["goawayCode", "debugData", "lastStreamId", "keepOpen"] {
+            if let given = fields.optional(name), actionName != .goaway {
+                throw given.error(.contradiction, "only the goaway action takes \(name)")
+            }
+        }
+        if let code = fields.optional("goawayCode") {
+            goAway.code = try code.oneOf(GoAway.Code.self)
+        }
+        if let debugData = fields.optional("debugData") {
+            let text = try debugData.string()
+            guard text == "reason" || text == "none" else {
+                throw debugData.error(.invalidValue, "\"\(text.prefix(64))\" is not reason or none")
+            }
+            goAway.carriesReason = text == "reason"
+        }
+        if let lastStream = fields.optional("lastStreamId") {
+            if (try? lastStream.string()) == "processed" {
+                goAway.lastStream = .processed
+            } else {
+                // A client stream id: odd, or 0 (no stream processed).
+                let id = try lastStream.integer(in: 0...Int(Int32.max))
+                guard id == 0 || id & 1 == 1 else {
+                    throw lastStream.error(.invalidValue, "\(id) is not a client stream id (0 or odd), nor \"processed\"")
+                }
+                goAway.lastStream = .id(Int32(id))
+            }
+        }
+        if let keepOpen = fields.optional("keepOpen") {
+            goAway.keepOpen = try keepOpen.boolean()
+        }
         var durationMs: Int?
         if let duration = fields.optional("durationMs") {
             guard actionName == .shrinkStreams || actionName == .ignorePings else {
@@ -286,14 +362,14 @@ public struct FaultRule: Sendable, Equatable {
             }
             rule.action = .ignorePings(durationMs: duration)
         case .goaway?:
-            rule.action = .goaway
+            rule.action = .goaway(goAway)
         case nil:
             if rule.respond == nil, rule.delayMs == 0 {
                 throw field.error(.missingField, "the rule does nothing: give respond, action or delayMs")
             }
         }
         // Actions that leave the request unanswered take no response; goaway sends it as debug data.
-        if let action = rule.action, !action.answers, action != .goaway, let respond = fields.optional("respond") {
+        if let action = rule.action, !action.answers, action.name != .goaway, let respond = fields.optional("respond") {
             throw respond.error(.contradiction, "a \"\(action.name.rawValue)\" action sends no response; remove respond")
         }
         return rule

@@ -78,7 +78,7 @@ private func fixture(_ name: String) throws -> String {
     #expect(configuration.faults.count == 3)
     #expect(configuration.faults[0].respond == Rejection(.serviceUnavailable))
     #expect(configuration.faults[0].times == 3)
-    #expect(configuration.faults[1].action == .goaway)
+    #expect(configuration.faults[1].action == .goaway(FaultRule.GoAway()))
     #expect(configuration.faults[1].match.pushType == .voip)
     #expect(configuration.faults[2].delayMs == 250)
     #expect(configuration.faults[2].probability == 0.5)

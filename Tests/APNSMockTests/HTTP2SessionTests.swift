@@ -236,6 +236,40 @@ struct HTTP2SessionTests {
         #expect(goaway.debug == #"{"reason":"Shutdown"}"#)
     }
 
+    /// Requests that complete above a GOAWAY's last stream id were not processed: they are refused
+    /// and never handed over (the client resends them elsewhere); once the GOAWAY went out, DATA of
+    /// streams above it is ignored, not taken for DATA on a closed stream; with `refusesNewStreams`
+    /// a new stream is refused rather than silently ignored.
+    @Test func streamsAboveTheGoAwayAreRefusedNotDecided() throws {
+        let harness = try Harness()
+        harness.exchange(H2.preface + H2.settings() + Self.request(1))
+        // Stream 3's HEADERS arrives before the GOAWAY is submitted, its body after it.
+        let three = Self.request(3)
+        let headersEnd = three.count - H2.data(stream: 3, Array("{}".utf8), endStream: true).count
+        harness.exchange(Array(three[..<headersEnd]))
+        let last = harness.session.submitGoAway(debugData: [], lastStreamID: 1)
+        #expect(last == 1)
+        var frames = harness.exchange(Array(three[headersEnd...]))
+        #expect(harness.received.map(\.id) == [1])
+        // Not answered: nghttp2 closes the streams above the last stream id once the GOAWAY is out.
+        #expect(!Self.hasResponse(frames, stream: 3))
+        #expect(frames.compactMap(\.goaway).first?.lastStream == 1)
+        // After the GOAWAY went out: a new stream and its DATA are ignored, no connection error.
+        frames = harness.exchange(Self.request(5))
+        #expect(!frames.contains { $0.stream == 5 })
+        #expect(harness.received.map(\.id) == [1])
+        // Refused instead, when the connection stays open after its GOAWAY.
+        harness.session.refusesNewStreams = true
+        frames = harness.exchange(Self.request(7))
+        #expect(frames.first { $0.stream == 7 }?.rstErrorCode == HTTP2ErrorCode.refusedStream.rawValue)
+        #expect(frames.compactMap(\.goaway).isEmpty)
+        #expect(harness.received.map(\.id) == [1])
+    }
+
+    static func hasResponse(_ frames: [H2.Frame], stream: UInt32) -> Bool {
+        frames.contains { $0.type == H2.FrameType.headers.rawValue && $0.stream == stream }
+    }
+
     /// Feeds bytes the session must refuse as a connection error; returns the GOAWAY it sent.
     /// nghttp2 reports some connection errors as a failed read, others only by queueing the
     /// GOAWAY; either way the session then wants neither to read nor to write.
@@ -337,6 +371,97 @@ struct HTTP2SessionTests {
             #expect(harness.drain().first { $0.goaway != nil }?.goaway?.errorCode == HTTP2ErrorCode.streamClosed.rawValue)
             #expect(harness.session.deliberateEnd?.reason == "DATA on closed stream 1")
         }
+    }
+
+    /// How real stacks frame a request: netty (pushy) sets PRIORITY on every HEADERS frame; some
+    /// stacks pad; long header blocks go on in CONTINUATION; DATA may be padded.
+    enum RequestShape: String, CaseIterable, CustomTestStringConvertible {
+        case plain, priority, padded, priorityAndPadding, continuation, priorityAndContinuation, paddedData
+
+        var testDescription: String { rawValue }
+
+        func bytes(_ stream: UInt32) -> [UInt8] {
+            let fields = [(":method", "POST"), (":scheme", "https"), (":path", "/3/device/abcd"), (":authority", "localhost"),
+                          ("apns-topic", "com.example.app"), ("apns-push-type", "alert")]
+            let body = Array(#"{"aps":{"alert":"hi"}}"#.utf8)
+            switch self {
+            case .plain:
+                return H2.headers(stream: stream, fields, endStream: false) + H2.data(stream: stream, body, endStream: true)
+            case .priority:
+                return H2.headers(stream: stream, fields, endStream: false, priority: true) + H2.data(stream: stream, body, endStream: true)
+            case .padded:
+                return H2.headers(stream: stream, fields, endStream: false, priority: false, padding: 6)
+                    + H2.data(stream: stream, body, endStream: true)
+            case .priorityAndPadding:
+                return H2.headers(stream: stream, fields, endStream: false, priority: true, padding: 3)
+                    + H2.data(stream: stream, body, endStream: true, padding: 2)
+            case .continuation:
+                return H2.headers(stream: stream, fields, endStream: false, priority: false, fragment: 33)
+                    + H2.data(stream: stream, body, endStream: true)
+            case .priorityAndContinuation:
+                return H2.headers(stream: stream, fields, endStream: false, priority: true, padding: 1, fragment: 40)
+                    + H2.data(stream: stream, body, endStream: true)
+            case .paddedData:
+                return H2.headers(stream: stream, fields, endStream: false)
+                    + H2.data(stream: stream, body, endStream: true, padding: 5)
+            }
+        }
+    }
+
+    /// A valid request is answered the same however its bytes are cut: at every byte offset into
+    /// two reads (a TLS record boundary can fall anywhere, and pushy's HEADERS with PRIORITY cut
+    /// after its frame header was once taken for DATA on a closed stream), one read per byte, and
+    /// many requests coalesced into one read.
+    @Test(arguments: RequestShape.allCases)
+    func requestsCutAnywhereAreAnswered(_ shape: RequestShape) throws {
+        // Stream 1 first, whole, so that stream 3 is judged against a session that has seen one.
+        let second = shape.bytes(3)
+        func expectAnswered(_ harness: Harness, _ label: String) {
+            let frames = harness.drain()
+            #expect(!harness.frames.contains { $0.goaway != nil }, "\(label): \(frames.compactMap(\.goaway))")
+            #expect(harness.status(of: 1) == "200" && harness.status(of: 3) == "200", "\(label)")
+            #expect(harness.received.map(\.request.body) == [Array(#"{"aps":{"alert":"hi"}}"#.utf8), Array(#"{"aps":{"alert":"hi"}}"#.utf8)], "\(label)")
+        }
+        for cut in 1..<second.count {
+            let harness = try Harness()
+            harness.exchange(H2.preface + H2.settings() + shape.bytes(1))
+            for piece in [Array(second[..<cut]), Array(second[cut...])] {
+                let error = piece.withUnsafeBytes { harness.session.receive($0) }
+                #expect(error == nil, "cut at \(cut): \(String(describing: error))")
+            }
+            expectAnswered(harness, "cut at \(cut) of \(second.count)")
+        }
+        // Every request of the connection, the preface included, one byte per read.
+        let harness = try Harness()
+        for byte in H2.preface + H2.settings() + shape.bytes(1) + second {
+            let error = [byte].withUnsafeBytes { harness.session.receive($0) }
+            #expect(error == nil, "byte by byte: \(String(describing: error))")
+        }
+        expectAnswered(harness, "byte by byte")
+
+        // Fifty requests in one read, then fifty more cut in the middle of the 25th.
+        let coalesced = try Harness()
+        coalesced.exchange(H2.preface + H2.settings() + stride(from: UInt32(1), through: 99, by: 2).flatMap { shape.bytes($0) })
+        let more = stride(from: UInt32(101), through: 199, by: 2).flatMap { shape.bytes($0) }
+        let middle = shape.bytes(101).count * 24 + 11
+        coalesced.exchange(Array(more[..<middle]))
+        coalesced.exchange(Array(more[middle...]))
+        #expect(!coalesced.frames.contains { $0.goaway != nil })
+        #expect(stride(from: UInt32(1), through: 199, by: 2).allSatisfy { coalesced.status(of: $0) == "200" })
+    }
+
+    /// DATA on a closed stream is still found when a stream with PRIORITY opens in the same read
+    /// (the scanner's suspicion is confirmed after nghttp2 read the frames before it).
+    @Test func dataOnAClosedStreamIsFoundBehindAPriorityHeaders() throws {
+        let harness = try Harness()
+        harness.exchange(H2.preface + H2.settings() + RequestShape.priority.bytes(1))
+        #expect(harness.status(of: 1) == "200")
+        let opening = RequestShape.priority.bytes(3)
+        let late = opening + H2.data(stream: 1, Array("{}".utf8), endStream: true)
+        let error = late.withUnsafeBytes { harness.session.receive($0) }
+        #expect(error != nil)
+        #expect(harness.drain().first { $0.goaway != nil }?.goaway?.errorCode == HTTP2ErrorCode.streamClosed.rawValue)
+        #expect(harness.session.deliberateEnd?.reason == "DATA on closed stream 1")
     }
 
     /// DATA still in flight for a stream this side reset (a refused stream, a malformed one) is

@@ -54,7 +54,7 @@ struct RefusedStreamTests {
             #expect(notices.allSatisfy { $0.cause == .beforeAuthentication && $0.limit == 1 })
 
             let stats = try await mock.admin.stats()
-            #expect(stats.refusedStreams == Statistics.RefusedStreams(total: 3, beforeAuthentication: 3, overLimit: 0))
+            #expect(stats.refusedStreams == Statistics.RefusedStreams(total: 3, beforeAuthentication: 3, overLimit: 0, afterGoAway: 0))
             let metrics = try await mock.admin.request("GET", "/metrics")
             let text = String(decoding: metrics.body, as: UTF8.self)
             #expect(text.contains(#"apns_refused_streams_total{cause="before_authentication"} 3"#), "\(text)")
@@ -94,7 +94,7 @@ struct RefusedStreamTests {
             #expect(resets.allSatisfy { $0.payload == H2.be32(7) }, "REFUSED_STREAM")
             await client.close()
             let stats = try await mock.admin.stats()
-            #expect(stats.refusedStreams == Statistics.RefusedStreams(total: 2, beforeAuthentication: 0, overLimit: 2))
+            #expect(stats.refusedStreams == Statistics.RefusedStreams(total: 2, beforeAuthentication: 0, overLimit: 2, afterGoAway: 0))
         }
     }
 }

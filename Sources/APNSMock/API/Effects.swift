@@ -57,7 +57,7 @@ struct Effects {
             delayMs = rule.delayMs
             fault = rule.action
             if rule.action?.answers == false {
-                if rule.action == .goaway, let reason = rule.respond?.reason { goAwayReason = reason }
+                if case .goaway = rule.action, let reason = rule.respond?.reason { goAwayReason = reason }
                 answers = false
                 return nil
             }

@@ -61,6 +61,8 @@ struct AdminAPI: Sendable {
         router.get("/") { _, _ in InboxPage.response(status: .ok) }
         router.delete("/v1/notifications") { _, _ in
             api.state.records.removeAll()
+            // The counts /v1/stats and the inbox show summarise the records: they start again too.
+            api.state.statistics.resetCounts()
             return Response(status: .noContent)
         }
         router.get("/v1/stats") { _, _ in

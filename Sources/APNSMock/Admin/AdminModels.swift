@@ -62,7 +62,38 @@ public struct FaultView: Codable, Sendable, Equatable {
     public var maxConcurrentStreams: Int?
     /// `shrink-streams`, `ignore-pings`: how long the action lasts.
     public var durationMs: Int?
+    /// `goaway`: its error code, its debug data (`reason` or `none`), the last stream id it names
+    /// (`"processed"` or a number) and whether the connection stays open.
+    public var goawayCode: String?
+    public var debugData: String?
+    public var lastStreamId: LastStreamID?
+    public var keepOpen: Bool?
     public var remaining: Int?
+
+    /// `"processed"` or a stream id.
+    public enum LastStreamID: Codable, Sendable, Equatable {
+        case processed
+        case id(Int32)
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if let id = try? container.decode(Int32.self) {
+                self = .id(id)
+            } else if try container.decode(String.self) == "processed" {
+                self = .processed
+            } else {
+                throw DecodingError.dataCorruptedError(in: container, debugDescription: "not \"processed\" or a stream id")
+            }
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            switch self {
+            case .processed: try container.encode("processed")
+            case .id(let id): try container.encode(id)
+            }
+        }
+    }
     public var applied: Int
 
     init(_ entry: FaultStore.Entry) {
@@ -79,6 +110,15 @@ public struct FaultView: Codable, Sendable, Equatable {
         probability = rule.probability
         maxConcurrentStreams = rule.action?.maxConcurrentStreams
         durationMs = rule.action?.durationMs
+        if case .goaway(let form)? = rule.action {
+            goawayCode = form.code.rawValue
+            debugData = form.carriesReason ? "reason" : "none"
+            lastStreamId = switch form.lastStream {
+            case .processed: .processed
+            case .id(let id): .id(id)
+            }
+            keepOpen = form.keepOpen
+        }
         remaining = entry.remaining
         applied = entry.applied
     }
@@ -86,9 +126,14 @@ public struct FaultView: Codable, Sendable, Equatable {
 
 /// `/v1/stats` body.
 public struct Statistics: Codable, Sendable, Equatable {
+    /// Requests since start or the last `/v1/reset` or `DELETE /v1/notifications` (as the
+    /// records), filed as the record listing files them: `accepted` is answered without a
+    /// rejection (200, 201, 204), `rejected` everything else.
     public var requests: Int
     public var accepted: Int
     public var rejected: Int
+    /// The same totals since the mock started (what `/metrics` counts).
+    public var sinceStart: Totals
     public var byStatus: [String: Int]
     public var byReason: [String: Int]
     public var byAction: [String: Int]
@@ -99,6 +144,13 @@ public struct Statistics: Codable, Sendable, Equatable {
     /// Streams refused with RST_STREAM REFUSED_STREAM, which a client may retry but not all do
     /// (node-apn does not): none of them is a record.
     public var refusedStreams: RefusedStreams
+    /// GOAWAY frames this side sent, by cause (``GoAwayCause``), since the last reset.
+    public var goaways: GoAways
+
+    public struct GoAways: Codable, Sendable, Equatable {
+        public var total: Int
+        public var byCause: [String: Int]
+    }
 
     public struct RefusedStreams: Codable, Sendable, Equatable {
         public var total: Int
@@ -108,6 +160,15 @@ public struct Statistics: Codable, Sendable, Equatable {
         /// Past the connection's MAX_CONCURRENT_STREAMS otherwise (a client that opened streams
         /// before reading a lowered limit: `shrink-streams`, `shrinkStreamsAfterRejection`).
         public var overLimit: Int
+        /// Streams that completed above the last stream id of a GOAWAY this side sent (RFC 9113
+        /// §6.8: not processed; a client resends them on a new connection).
+        public var afterGoAway: Int
+    }
+
+    public struct Totals: Codable, Sendable, Equatable {
+        public var requests: Int
+        public var accepted: Int
+        public var rejected: Int
     }
 
     public struct Connections: Codable, Sendable, Equatable {

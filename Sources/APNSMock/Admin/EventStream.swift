@@ -142,9 +142,13 @@ struct EventStreamWriter: Sendable {
             if !batch.notices.isEmpty {
                 var buffer = ByteBuffer()
                 for notice in batch.notices {
-                    let data = (try? AdminAPI.encoder.encode(notice)) ?? Data("null".utf8)
-                    buffer.writeString("event: refused-streams\ndata: ")
-                    buffer.writeBytes(data)
+                    let (event, data): (String, Data?)
+                    switch notice {
+                    case .refusedStreams(let refused): (event, data) = ("refused-streams", try? AdminAPI.encoder.encode(refused))
+                    case .goAway(let goAway): (event, data) = ("goaway", try? AdminAPI.encoder.encode(goAway))
+                    }
+                    buffer.writeString("event: \(event)\ndata: ")
+                    buffer.writeBytes(data ?? Data("null".utf8))
                     buffer.writeString("\n\n")
                 }
                 try await writer.write(buffer)

@@ -75,6 +75,8 @@ final class APNSChannelHandler: ChannelDuplexHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        // A connection closing gracefully reads what the client still sends and drops it.
+        if closing { return }
         let buffer = unwrapInboundIn(data)
         let now = NIODeadline.now()
         lastActivity = now
@@ -112,7 +114,7 @@ final class APNSChannelHandler: ChannelDuplexHandler {
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if event is ChannelShouldQuiesceEvent {
-            connection.beginGracefulClose(reason: .shutdown)
+            connection.beginGracefulClose(reason: .shutdown, cause: .shutdown)
             writeOutput(context: context)
         } else {
             context.fireUserInboundEventTriggered(event)
@@ -175,9 +177,17 @@ final class APNSChannelHandler: ChannelDuplexHandler {
         let forced = context.eventLoop.scheduleTask(in: Self.closeGrace) {
             channel.close(promise: nil)
         }
-        promise.futureResult.whenComplete { _ in
-            forced.cancel()
-            channel.close(promise: nil)
+        promise.futureResult.whenComplete { result in
+            guard case .success = result else {
+                forced.cancel()
+                channel.close(promise: nil)
+                return
+            }
+            // Everything is out (the GOAWAY, TLS close_notify): the output is shut (FIN), and what
+            // the client still sends is read and dropped until it closes too, or the grace ends.
+            // Closing with unread input would make the kernel reset the connection (RST), and a
+            // client still writing would get ECONNRESET, maybe before it read the GOAWAY.
+            channel.close(mode: .output, promise: nil)
         }
     }
 
@@ -185,7 +195,7 @@ final class APNSChannelHandler: ChannelDuplexHandler {
     /// then close without waiting for in-flight streams (the stuck ones would never finish).
     private func end(context: ChannelHandlerContext, _ message: Logger.Message) {
         logger.info(message)
-        connection.beginGracefulClose(reason: .idleTimeout)
+        connection.beginGracefulClose(reason: .idleTimeout, cause: .idle)
         writeOutput(context: context)
         close(context: context)
     }
@@ -225,7 +235,7 @@ final class APNSChannelHandler: ChannelDuplexHandler {
         let idleDeadline = lastActivity + timeouts.idle
         if now >= idleDeadline, inspection.exempt == 0 {
             logger.debug("idle timeout")
-            connection.beginGracefulClose(reason: .idleTimeout)
+            connection.beginGracefulClose(reason: .idleTimeout, cause: .idle)
             writeOutput(context: context)
             // A client that does not answer the GOAWAY is not waited for.
             close(context: context)

@@ -46,6 +46,11 @@ final class APNSConnection {
 
     /// Set by a `close` or `tcp-reset` fault.
     private(set) var abortRequested: Abort?
+    /// Why this side queued the GOAWAY that goes out next (`nil`: nghttp2 queued it, for a
+    /// protocol error or as a defence), with its debug data for the log and the events.
+    private var goAwayCause: (cause: GoAwayCause, debugData: String)?
+    /// A `goaway` fault with `keepOpen`: the connection does not close once its streams are done.
+    private var keepsOpenAfterGoAway = false
     /// The MAX_CONCURRENT_STREAMS the connection advertises now, and what it returns to after a
     /// fault or a rejection lowered it.
     private var streamLimit: UInt32 = 0
@@ -218,7 +223,7 @@ final class APNSConnection {
     func produceOutput(into buffer: inout ByteBuffer, budget: Int) -> Bool {
         if case .open(let session) = state {
             flushSession(session, budget: budget)
-            if case .open = state, !session.wantsRead && !session.wantsWrite {
+            if case .open = state, !session.wantsRead && !session.wantsWrite && !keepsOpenAfterGoAway {
                 finish(.drained)
             }
         }
@@ -252,11 +257,12 @@ final class APNSConnection {
 
     /// Starts a graceful end: GOAWAY with `{"reason":…}`, requests already received are still
     /// answered, then the connection closes. Before the handshake completed it just closes.
-    func beginGracefulClose(reason: Reason) {
+    func beginGracefulClose(reason: Reason, cause: GoAwayCause) {
         switch state {
         case .open(let session):
-            logger.debug("sending GOAWAY", metadata: ["reason": "\(reason.rawValue)"])
-            session.submitGoAway(debugData: ErrorBody.bytes(for: reason))
+            let debugData = ErrorBody.bytes(for: reason)
+            goAwayCause = (cause, String(decoding: debugData, as: UTF8.self))
+            session.submitGoAway(debugData: debugData)
         case .handshaking:
             finish(.drained)
         case .closing:
@@ -338,11 +344,19 @@ extension APNSConnection: HTTP2SessionDelegate {
             break
         case .reset?:
             session.reset(stream, id: id, code: .internalError)
-        case .goaway?:
+        case .goaway(let form)?:
             // The request that triggered it is refused, so a client knows it may retry it.
             session.reset(stream, id: id, code: .refusedStream)
-            logger.debug("sending GOAWAY (fault)")
-            session.submitGoAway(debugData: ErrorBody.bytes(for: effects.actions.goAwayReason))
+            let debugData = form.carriesReason ? ErrorBody.bytes(for: effects.actions.goAwayReason) : []
+            goAwayCause = (.fault, String(decoding: debugData, as: UTF8.self))
+            let named: Int32? = if case .id(let last) = form.lastStream { last } else { nil }
+            session.submitGoAway(code: HTTP2ErrorCode(rawValue: form.code.value), debugData: debugData, lastStreamID: named)
+            if form.keepOpen {
+                // The client must leave by itself: until it does (or the idle timeout), its new
+                // streams are refused.
+                keepsOpenAfterGoAway = true
+                session.refusesNewStreams = true
+            }
         case .close?:
             abortRequested = .close
             finish(.drained)
@@ -388,8 +402,42 @@ extension APNSConnection: HTTP2SessionDelegate {
         routes.state.records.setResponseWritten(written, seq: record)
     }
 
+    func session(_ session: HTTP2Session, refusedAfterGoAway id: Int32) {
+        noteRefused(id, cause: .afterGoAway)
+    }
+
+    func session(_ session: HTTP2Session, sentGoAway rawCode: UInt32, lastStreamID: Int32) {
+        let code = HTTP2ErrorCode(rawValue: rawCode)
+        let cause: GoAwayCause
+        var debugData = ""
+        if let queued = goAwayCause {
+            (cause, debugData) = queued
+            goAwayCause = nil
+        } else if let deliberate = session.deliberateEnd {
+            cause = .protocol
+            debugData = deliberate.reason
+        } else {
+            // nghttp2's own: its defences end a flood with ENHANCE_YOUR_CALM, or (mass stream
+            // resets) INTERNAL_ERROR; anything else is the client's protocol error.
+            cause = code == .enhanceYourCalm || code == .internalError ? .flood : .protocol
+        }
+        routes.state.statistics.countGoAway(cause: cause, code: code.description)
+        logger.info(
+            "sent GOAWAY",
+            metadata: [
+                "cause": "\(cause.rawValue)", "code": "\(code)", "lastStreamId": "\(lastStreamID)",
+                "debugData": "\(debugData)",
+            ])
+        routes.state.records.publish(.goAway(GoAwayNotice(
+            connectionId: UInt64(context.connectionNumber), cause: cause, code: code.description, lastStreamId: lastStreamID,
+            debugData: debugData, at: Timestamp.rfc3339(milliseconds: MockClock.wallMilliseconds()))))
+    }
+
     func session(_ session: HTTP2Session, refusedStream id: Int32) {
-        let cause: RefusedStreamCause = requestState.auth.isAwaitingToken ? .beforeAuthentication : .overLimit
+        noteRefused(id, cause: requestState.auth.isAwaitingToken ? .beforeAuthentication : .overLimit)
+    }
+
+    private func noteRefused(_ id: Int32, cause: RefusedStreamCause) {
         routes.state.statistics.countRefused(cause)
         if let index = refusedInRead.firstIndex(where: { $0.cause == cause }) {
             refusedInRead[index].count += 1
@@ -409,16 +457,20 @@ extension APNSConnection: HTTP2SessionDelegate {
         let notices = refusedInRead
         refusedInRead.removeAll(keepingCapacity: true)
         for notice in notices {
-            routes.state.records.publish(notice)
+            routes.state.records.publish(.refusedStreams(notice))
         }
         let now = NIODeadline.now()
         guard lastRefusalLog.map({ now - $0 >= Self.refusalLogInterval }) ?? true else { return }
         lastRefusalLog = now
         for notice in notices {
-            let advice = notice.cause == .beforeAuthentication
-                ? "the client opened them before its first token was accepted; APNs allows one stream until then"
+            let advice = switch notice.cause {
+            case .beforeAuthentication:
+                "the client opened them before its first token was accepted; APNs allows one stream until then"
                     + " (server.streamsBeforeAuthentication raises it for load tools)"
-                : "the client opened more streams than the connection's MAX_CONCURRENT_STREAMS"
+            case .overLimit: "the client opened more streams than the connection's MAX_CONCURRENT_STREAMS"
+            case .afterGoAway:
+                "they completed above the last stream id of the GOAWAY sent: not processed, the client may resend them"
+            }
             logger.warning(
                 "refused streams (RST_STREAM REFUSED_STREAM); a client that does not retry them loses those pushes",
                 metadata: [

@@ -21,12 +21,20 @@ protocol HTTP2SessionDelegate: AnyObject {
     /// nghttp2 refused a new stream (RST_STREAM REFUSED_STREAM): the client opened it past the
     /// MAX_CONCURRENT_STREAMS this side announced (before the client read that SETTINGS, too).
     func session(_ session: HTTP2Session, refusedStream id: Int32)
+    /// A request completed on a stream above the last stream id of the GOAWAY this side sent: the
+    /// GOAWAY told the client it was not processed (RFC 9113 §6.8), so it is reset with
+    /// REFUSED_STREAM and never handed over, decided or recorded.
+    func session(_ session: HTTP2Session, refusedAfterGoAway id: Int32)
+    /// A GOAWAY frame went out (whoever queued it: this side's code, or nghttp2 itself).
+    func session(_ session: HTTP2Session, sentGoAway code: UInt32, lastStreamID: Int32)
 }
 
 extension HTTP2SessionDelegate {
     /// Delegates that keep no records (tests, the fuzz target) have nothing to correct.
     func session(_ session: HTTP2Session, record: UInt64, responseWritten written: Bool) {}
     func session(_ session: HTTP2Session, refusedStream id: Int32) {}
+    func session(_ session: HTTP2Session, refusedAfterGoAway id: Int32) {}
+    func session(_ session: HTTP2Session, sentGoAway code: UInt32, lastStreamID: Int32) {}
 }
 
 /// Owner of one nghttp2 server session, fed through `nghttp2_session_mem_recv` and drained through
@@ -140,15 +148,76 @@ final class HTTP2Session {
     /// (nghttp2 has then usually queued a GOAWAY that ``send(_:)`` still delivers).
     func receive(_ bytes: UnsafeRawBufferPointer) -> ProtocolError? {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return nil }
-        if let closed = frames.scan(bytes, dataOnClosedStream: isClosedClientStream) {
-            // Before nghttp2 reads the chunk, which would skip that DATA without a callback.
-            _ = endSession(.streamClosed, "DATA on closed stream \(closed)")
+        let input = base.assumingMemoryBound(to: UInt8.self)
+        // Bytes of this chunk nghttp2 has read (or the scanner holds), and how far the scanner has
+        // read ahead of nghttp2.
+        var fed = 0
+        var scanned = 0
+        var failure: ProtocolError?
+        func feed(_ start: UnsafePointer<UInt8>, _ count: Int) -> Bool {
+            guard count > 0 else { return true }
+            let rc = nghttp2_session_mem_recv(session, start, count)
+            if rc < 0 { failure = ProtocolError(code: rc) }
+            return rc >= 0
+        }
+        func dataOnClosedStream(_ stream: Int32) -> ProtocolError {
+            // Before nghttp2 reads the frame, which it would skip without a callback.
+            _ = endSession(.streamClosed, "DATA on closed stream \(stream)")
             return ProtocolError(code: Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue))
         }
-        let rc = nghttp2_session_mem_recv(session, base.assumingMemoryBound(to: UInt8.self), bytes.count)
+        scanning: while let event = frames.scan(bytes, from: &scanned, dataOnClosedStream: isClosedClientStream) {
+            switch event {
+            case .suspect(let stream, let frameStart):
+                // The scanner judged that DATA frame by the session as it stood before this chunk,
+                // ahead of nghttp2: a stream whose HEADERS began in an earlier read but whose
+                // PRIORITY or padding fields are in this one (netty sets PRIORITY on every
+                // request) does not exist yet. nghttp2 reads everything before the frame first;
+                // then it is judged again.
+                guard feed(input + fed, frameStart - fed) else { break scanning }
+                fed = frameStart
+                if isClosedClientStream(stream) {
+                    failure = dataOnClosedStream(stream)
+                    break scanning
+                }
+            case .heldFrom(let frameStart):
+                // The chunk ends inside a frame header: nghttp2 gets it whole with the next chunk
+                // (it never holds part of a frame header, which some of its checks count per read).
+                guard feed(input + fed, frameStart - fed) else { break scanning }
+                fed = bytes.count
+            case .newStream(let stream):
+                refuseAfterGoAway(stream)
+            case .completed(let resumeAt, let dataStream):
+                // The header held from earlier chunks is whole: nghttp2 has read everything before
+                // it, so a DATA frame's stream is judged exactly, then nghttp2 reads the header.
+                if let dataStream, isClosedClientStream(dataStream) {
+                    failure = dataOnClosedStream(dataStream)
+                    break scanning
+                }
+                let whole = frames.withHeldHeader { feed($0, 9) }
+                guard whole else { break scanning }
+                fed = resumeAt
+            }
+        }
+        if failure == nil, fed < bytes.count {
+            _ = feed(input + fed, bytes.count - fed)
+        }
         // Also after an error: what was complete before it is decided and recorded.
         handOverCompleted()
-        return rc < 0 ? ProtocolError(code: rc) : nil
+        return failure
+    }
+
+    /// A HEADERS frame opening `stream` arrived while the connection stays open after its GOAWAY
+    /// (`keepOpen`). Once its GOAWAY is out and no stream is open, nghttp2 wants to read nothing
+    /// more and drops all input, so the session itself refuses the stream, writing the RST_STREAM
+    /// in ``send(_:)``; before that, nghttp2 reads it and ``handOverCompleted()`` refuses it.
+    private func refuseAfterGoAway(_ stream: Int32) {
+        guard stream & 1 == 1, stream > highestClientStream, stream > goAwayLastStream, goAwayWentOut,
+              nghttp2_session_want_read(session) == 0
+        else { return }
+        highestClientStream = stream
+        guard refusalsAfterGoAway.count < RecentStreams.capacity else { return }
+        refusalsAfterGoAway.append(stream)
+        delegate.session(self, refusedAfterGoAway: stream)
     }
 
     /// Requests completed during the current `mem_recv`, in order, waiting to be handed to the
@@ -163,7 +232,15 @@ final class HTTP2Session {
         for stream in completed {
             let closedMeanwhile = !stream.awaitsDecision
             stream.awaitsDecision = false
+            if stream.id > goAwayLastStream {
+                // Above the GOAWAY's last stream id: not processed, as the GOAWAY told the client.
+                if !closedMeanwhile { reset(stream, id: stream.id, code: .refusedStream) }
+                delegate.session(self, refusedAfterGoAway: stream.id)
+                if closedMeanwhile { streams.close(stream) } else { streams.recycleStorage(of: stream) }
+                continue
+            }
             delegate.session(self, didReceive: stream)
+            lastHandedOver = stream.id
             if closedMeanwhile {
                 streams.close(stream)
             } else {
@@ -181,7 +258,8 @@ final class HTTP2Session {
     /// not open, not one the client skipped (§5.1.1 closes those too, but nghttp2 judges them), and
     /// not reset by this side lately (its frames in flight are ignored, §5.1).
     private func isClosedClientStream(_ id: Int32) -> Bool {
-        id & 1 == 1 && id <= highestClientStream && nghttp2_session_find_stream(session, id) == nil
+        // Above a GOAWAY's last stream id, frames are ignored (§6.8), as nghttp2 ignores them.
+        id & 1 == 1 && id <= highestClientStream && id <= goAwayLastStream && nghttp2_session_find_stream(session, id) == nil
             && !recentlyReset.contains(id) && !skippedStreams.contains { $0.contains(id) }
     }
 
@@ -190,6 +268,22 @@ final class HTTP2Session {
     func send(_ sink: (UnsafeRawBufferPointer) -> Bool) -> ProtocolError? {
         if let error = creditReceivedData() {
             return error
+        }
+        if !refusalsAfterGoAway.isEmpty {
+            // RST_STREAM frames written here, not by nghttp2: once its GOAWAY is out and no stream
+            // is open, nghttp2 considers the session closing and sends no RST_STREAM. Every chunk
+            // nghttp2 hands out ends a frame (response header blocks are a few fields, never
+            // CONTINUATION), so these go between frames.
+            var frames: [UInt8] = []
+            frames.reserveCapacity(13 * refusalsAfterGoAway.count)
+            for id in refusalsAfterGoAway {
+                let stream = UInt32(bitPattern: id), code = HTTP2ErrorCode.refusedStream.rawValue
+                frames += [0, 0, 4, UInt8(NGHTTP2_RST_STREAM.rawValue), 0]
+                frames += [UInt8(stream >> 24 & 0x7F), UInt8(stream >> 16 & 0xFF), UInt8(stream >> 8 & 0xFF), UInt8(stream & 0xFF)]
+                frames += [UInt8(code >> 24), UInt8(code >> 16 & 0xFF), UInt8(code >> 8 & 0xFF), UInt8(code & 0xFF)]
+            }
+            refusalsAfterGoAway.removeAll(keepingCapacity: false)
+            guard frames.withUnsafeBytes({ sink($0) }) else { return nil }
         }
         while true {
             var data: UnsafePointer<UInt8>?
@@ -234,15 +328,42 @@ final class HTTP2Session {
         streams.inspect(now: now, receiving: receiving, answering: answering)
     }
 
-    /// Announces the end of the connection: GOAWAY with `code` and `debugData`, naming the last
-    /// stream received. Streams already received are still answered; nghttp2 stops wanting to
-    /// read once they are.
-    func submitGoAway(code: HTTP2ErrorCode = .noError, debugData: [UInt8]) {
-        let lastStreamID = nghttp2_session_get_last_proc_stream_id(session)
+    /// The last stream id of the GOAWAY this side queued, `Int32.max` before one: requests that
+    /// complete above it are refused, not handed over (see ``handOverCompleted()``).
+    private(set) var goAwayLastStream: Int32 = .max
+
+    /// Whether this side has queued a GOAWAY.
+    var queuedGoAway: Bool { goAwayLastStream != .max }
+    /// The last request handed over to be decided: a GOAWAY never names a lower stream, since a
+    /// decided request is not undone.
+    private var lastHandedOver: Int32 = 0
+    /// Whether a GOAWAY of this side's has gone out (nghttp2 ignores new streams from then on).
+    private var goAwayWentOut = false
+    /// After a GOAWAY that leaves the connection open (`keepOpen`), streams the client still opens
+    /// are refused with RST_STREAM REFUSED_STREAM rather than silently ignored.
+    var refusesNewStreams = false {
+        didSet { frames.reportsNewStreams = refusesNewStreams }
+    }
+    /// Those refusals, written by ``send(_:)`` (at most ``RecentStreams/capacity`` between two
+    /// sends; a client opening more before it reads is told by the GOAWAY alone).
+    private var refusalsAfterGoAway: [Int32] = []
+
+    /// Announces the end of the connection: GOAWAY with `code` and `debugData`, naming as the last
+    /// stream the last one received (`nil`), or `lastStreamID` when that is lower. Streams up to it
+    /// are still answered; requests above it are refused and never decided (RFC 9113 §6.8), and
+    /// nghttp2 stops wanting to read once the streams up to it are answered. A second GOAWAY never
+    /// names a higher stream than the first. Returns the last stream id it named.
+    @discardableResult
+    func submitGoAway(code: HTTP2ErrorCode = .noError, debugData: [UInt8], lastStreamID: Int32? = nil) -> Int32 {
+        let received = nghttp2_session_get_last_proc_stream_id(session)
+        let named = lastStreamID.map { max($0, lastHandedOver) } ?? received
+        let last = min(named, received, goAwayLastStream)
+        goAwayLastStream = last
         _ = debugData.withUnsafeBufferPointer { bytes in
             nghttp2_submit_goaway(
-                session, UInt8(NGHTTP2_FLAG_NONE.rawValue), lastStreamID, code.rawValue, bytes.baseAddress, bytes.count)
+                session, UInt8(NGHTTP2_FLAG_NONE.rawValue), last, code.rawValue, bytes.baseAddress, bytes.count)
         }
+        return last
     }
 
     /// Whether PING frames are acknowledged (they are, at once, unless an `ignore-pings` fault is
@@ -518,12 +639,19 @@ final class HTTP2Session {
     /// Ends the session with GOAWAY `code` (queued), noting why; returns false for the callback.
     private func endSession(_ code: HTTP2ErrorCode, _ reason: String) -> Bool {
         deliberateEnd = (code, reason)
+        goAwayLastStream = min(goAwayLastStream, nghttp2_session_get_last_proc_stream_id(session))
         nghttp2_session_terminate_session(session, code.rawValue)
         return false
     }
 
     /// A frame went out; RST_STREAM ids are remembered (see ``beginFrame(type:streamID:)``), and
     /// a response's last frame settles its record's ``RawRecord/responseWritten``.
+    fileprivate func sentGoAway(code: UInt32, lastStreamID: Int32) {
+        goAwayLastStream = min(goAwayLastStream, lastStreamID)
+        goAwayWentOut = true
+        delegate.session(self, sentGoAway: code, lastStreamID: lastStreamID)
+    }
+
     fileprivate func sentFrame(type: UInt8, streamID: Int32, endStream: Bool) {
         if type == UInt8(NGHTTP2_RST_STREAM.rawValue) {
             recentlyReset.insert(streamID)
@@ -673,6 +801,12 @@ extension HTTP2Session {
         nghttp2_session_callbacks_set_on_frame_send_callback(callbacks) { _, frame, userData in
             guard let frame else { return 0 }
             let type = frame.pointee.hd.type
+            if type == UInt8(NGHTTP2_GOAWAY.rawValue) {
+                // Every GOAWAY, nghttp2's own defences' too, is told once it is on its way.
+                let code = frame.pointee.goaway.error_code, last = frame.pointee.goaway.last_stream_id
+                withOwner(userData) { $0.sentGoAway(code: code, lastStreamID: last) }
+                return 0
+            }
             let endStream = frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
             guard type == UInt8(NGHTTP2_RST_STREAM.rawValue)
                 || (endStream && (type == UInt8(NGHTTP2_HEADERS.rawValue) || type == UInt8(NGHTTP2_DATA.rawValue)))
@@ -701,7 +835,38 @@ extension HTTP2Session {
 /// on a closed stream can be answered as RFC 9113 §6.1 requires. It reads 9 bytes per frame and
 /// skips payloads, across chunk boundaries, after the 24-byte client preface; DATA frames only are
 /// judged, by their stream id.
+///
+/// Two things keep it in step with nghttp2 however the input is cut (``HTTP2Session/receive(_:)``
+/// acts on its events):
+/// - Its judgement of a DATA frame whole in a chunk is a suspicion only: it reads the session as
+///   nghttp2 left it after the previous chunk, and a frame earlier in the same chunk may have
+///   opened the stream since (HEADERS whose PRIORITY or padding fields arrive in this chunk open
+///   their stream only once those are read). nghttp2 reads up to the suspect frame, which is then
+///   judged again.
+/// - A frame header cut by the end of a chunk is held here, not given to nghttp2, until its 9
+///   bytes are in; nghttp2 then reads it whole, after everything before it, so a DATA frame's
+///   stream is judged exactly, and nghttp2's per-read counting (its limit of CONTINUATION frames
+///   counts a header read in pieces once per piece) never sees a header in pieces.
 struct FrameHeaderScanner {
+    enum Event {
+        /// A DATA frame whose header is whole in the chunk at `frameStart`, on a stream that looked
+        /// closed when the scanner read it.
+        case suspect(stream: Int32, frameStart: Int)
+        /// A frame header starts at `frameStart` and the chunk ends before its 9 bytes: the bytes
+        /// from there on are held by the scanner, not to be given to nghttp2.
+        case heldFrom(Int)
+        /// The header held from earlier chunks is whole (``withHeldHeader(_:)``), with the chunk's
+        /// bytes before `resumeAt`; `dataStream` is its stream when it is a DATA frame's.
+        case completed(resumeAt: Int, dataStream: Int32?)
+        /// A HEADERS frame (whole in the chunk) on `stream`, reported only while
+        /// ``reportsNewStreams`` is set.
+        case newStream(Int32)
+    }
+
+    /// Whether HEADERS frames are reported (``Event/newStream(_:)``): only after a GOAWAY that
+    /// keeps the connection open.
+    var reportsNewStreams = false
+
     /// Preface bytes still to skip, then payload bytes of the current frame.
     private var skip = 24
     /// Bytes of a frame header split across chunks, collected so far (0 to 8; 9 completes it).
@@ -709,10 +874,12 @@ struct FrameHeaderScanner {
     /// Room for that header's 9 bytes.
     private var partial: (UInt64, UInt64) = (0, 0)
 
-    /// Scans `bytes`; returns the first DATA frame's stream id for which `dataOnClosedStream` holds.
-    mutating func scan(_ bytes: UnsafeRawBufferPointer, dataOnClosedStream: (Int32) -> Bool) -> Int32? {
+    /// Scans `bytes` from `index` on; returns the next event, with `index` just past what it read
+    /// (call again from there), or `nil` at the end of the chunk.
+    mutating func scan(
+        _ bytes: UnsafeRawBufferPointer, from index: inout Int, dataOnClosedStream: (Int32) -> Bool
+    ) -> Event? {
         guard let base = bytes.baseAddress else { return nil }
-        var index = 0
         let count = bytes.count
         while index < count {
             if skip > 0 {
@@ -723,35 +890,66 @@ struct FrameHeaderScanner {
             }
             if headerBytes == 0, count - index >= 9 {
                 // The whole header is in this chunk, as it nearly always is: read in place.
-                if let stream = frame(at: base + index, dataOnClosedStream) { return stream }
+                let start = index
                 index += 9
+                let header = base + start
+                skip = Self.payloadLength(header)
+                if let stream = Self.dataStream(header), dataOnClosedStream(stream) {
+                    return .suspect(stream: stream, frameStart: start)
+                }
+                if reportsNewStreams, let stream = Self.headersStream(header) {
+                    return .newStream(stream)
+                }
                 continue
             }
-            withUnsafeMutableBytes(of: &partial) { $0[headerBytes] = bytes[index] }
-            headerBytes += 1
-            index += 1
-            guard headerBytes == 9 else { continue }
-            headerBytes = 0
-            let collected = partial
-            if let stream = withUnsafeBytes(of: collected, { frame(at: $0.baseAddress!, dataOnClosedStream) }) {
-                return stream
+            // A header cut by the chunk's end: collected here until whole.
+            let firstOfChunk = headerBytes == 0
+            let start = index
+            let taken = min(9 - headerBytes, count - index)
+            withUnsafeMutableBytes(of: &partial) { held in
+                for offset in 0..<taken { held[headerBytes + offset] = bytes[index + offset] }
             }
+            headerBytes += taken
+            index += taken
+            guard headerBytes == 9 else {
+                // The chunk ended first: hold these bytes (a header begun in an earlier chunk was
+                // held from the start of this one, and nothing of this chunk came before it).
+                return firstOfChunk ? .heldFrom(start) : .heldFrom(0)
+            }
+            headerBytes = 0
+            let (length, stream) = withUnsafeBytes(of: partial) { (Self.payloadLength($0.baseAddress!), Self.dataStream($0.baseAddress!)) }
+            skip = length
+            return .completed(resumeAt: index, dataStream: stream)
         }
         return nil
     }
 
-    /// Reads the 9-byte frame header at `header`: the stream id of DATA on a closed stream, else
-    /// `nil` with the frame's payload to skip next.
-    private mutating func frame(at header: UnsafeRawPointer, _ dataOnClosedStream: (Int32) -> Bool) -> Int32? {
+    /// Runs `body` with the 9 bytes of the header that ``Event/completed(resumeAt:dataStream:)``
+    /// reported.
+    func withHeldHeader<R>(_ body: (UnsafePointer<UInt8>) -> R) -> R {
+        withUnsafeBytes(of: partial) { body($0.baseAddress!.assumingMemoryBound(to: UInt8.self)) }
+    }
+
+    private static func payloadLength(_ header: UnsafeRawPointer) -> Int {
         let bytes = header.assumingMemoryBound(to: UInt8.self)
-        let length = Int(bytes[0]) << 16 | Int(bytes[1]) << 8 | Int(bytes[2])
+        return Int(bytes[0]) << 16 | Int(bytes[1]) << 8 | Int(bytes[2])
+    }
+
+    /// The stream id of a HEADERS frame's header, else `nil`.
+    private static func headersStream(_ header: UnsafeRawPointer) -> Int32? {
+        let bytes = header.assumingMemoryBound(to: UInt8.self)
+        guard bytes[3] == UInt8(NGHTTP2_HEADERS.rawValue) else { return nil }
+        return Int32(bitPattern: UInt32(bytes[5] & 0x7F) << 24 | UInt32(bytes[6]) << 16
+            | UInt32(bytes[7]) << 8 | UInt32(bytes[8]))
+    }
+
+    /// The stream id of a DATA frame's header (not stream 0), else `nil`.
+    private static func dataStream(_ header: UnsafeRawPointer) -> Int32? {
+        let bytes = header.assumingMemoryBound(to: UInt8.self)
+        guard bytes[3] == UInt8(NGHTTP2_DATA.rawValue) else { return nil }
         let stream = Int32(bitPattern: UInt32(bytes[5] & 0x7F) << 24 | UInt32(bytes[6]) << 16
             | UInt32(bytes[7]) << 8 | UInt32(bytes[8]))
-        if bytes[3] == UInt8(NGHTTP2_DATA.rawValue), stream != 0, dataOnClosedStream(stream) {
-            return stream
-        }
-        skip = length
-        return nil
+        return stream == 0 ? nil : stream
     }
 }
 

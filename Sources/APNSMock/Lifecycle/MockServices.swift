@@ -180,3 +180,38 @@ struct AdminListenerService: Service {
         }
     }
 }
+
+/// Says in the log, at info level and once per ``interval``, how many requests were rejected and
+/// for which reasons: rejections are logged one by one only at debug level, so that a load test of
+/// bad requests neither fills the log nor spends its CPU writing it. Quiet while nothing is
+/// rejected; a last summary on shutdown.
+struct RejectionSummaryService: Service {
+    let statistics: RequestStatistics
+    let logger: Logger
+    var interval: Duration = .seconds(10)
+
+    func run() async throws {
+        var previous = statistics.rejectionsByReason()
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+            previous = summarise(since: previous)
+        }
+    }
+
+    private func summarise(since previous: [Reason: Int]) -> [Reason: Int] {
+        let now = statistics.rejectionsByReason()
+        let new = now.compactMap { reason, count -> (Reason, Int)? in
+            let added = count - previous[reason, default: 0]
+            return added > 0 ? (reason, added) : nil
+        }.sorted { $0.1 > $1.1 }
+        guard !new.isEmpty else { return now }
+        logger.info(
+            "rejected requests (each one at debug level)",
+            metadata: [
+                "count": "\(new.reduce(0) { $0 + $1.1 })",
+                "reasons": "\(new.map { "\($0.0.rawValue)=\($0.1)" }.joined(separator: ","))",
+                "interval": "\(interval)",
+            ])
+        return now
+    }
+}

@@ -89,9 +89,9 @@ final class RecordStore: Sendable {
         return seq
     }
 
-    /// Tells every event stream `notice` (refused streams are not records, so only live streams hear
-    /// of them; `/v1/stats` counts them). Costs nothing while nobody subscribes.
-    func publish(_ notice: RefusedStreamsNotice) {
+    /// Tells every event stream `notice` (refused streams and GOAWAYs are not records, so only live
+    /// streams hear of them; `/v1/stats` counts them). Costs nothing while nobody subscribes.
+    func publish(_ notice: ConnectionNotice) {
         if subscriptions.isActive {
             subscriptions.broadcast(notice)
         }

@@ -90,14 +90,16 @@ struct Recorder: Sendable {
         }
     }
 
-    /// Counts the outcome and logs a rejection.
+    /// Counts the outcome and logs a rejection at debug level: a load test of bad tokens must not
+    /// write a line per request (``RejectionSummaryService`` says at info level, every ten seconds,
+    /// how many were rejected and why).
     private func note(
         status: Int?, rejection: Rejection?, action: FaultRule.Action.Name?, kind: RecordKind, id: @autoclosure () -> String,
         streamID: Int32, context: ConnectionContext
     ) {
         state.statistics.count(status: status, rejection: rejection, action: action)
-        if let rejection {
-            logger.info(
+        if let rejection, logger.logLevel <= .debug {
+            logger.debug(
                 "rejected request",
                 metadata: [
                     "connection": "\(context.connectionNumber)",

@@ -6,16 +6,28 @@ import Synchronization
 
 /// Request counts for `/v1/stats` and `/metrics`, updated from every event loop.
 ///
-/// One relaxed atomic add per request (a counter per outcome: accepted, each reason, each fault
-/// action). The Prometheus counters of the same outcomes are brought up to date from those when
-/// `/metrics` is read; they are created up front through swift-metrics with this server's own
+/// One relaxed atomic add per request, filed the way the record listing files the record: answered
+/// without a rejection is accepted, under its status (200, or 201 and 204 for channel management);
+/// answered with a rejection is rejected, under its reason; not answered (a fault's GOAWAY, reset,
+/// close or hang) is rejected, under the action. A fault action that still answered (a delay,
+/// `shrink-streams`, `ignore-pings`) is counted under its status as well as in ``byAction``.
+///
+/// `/v1/stats` counts since start or the last `/v1/reset` or `DELETE /v1/notifications`, as the
+/// records do (``resetCounts()``), and says the totals since start beside them; Prometheus counters
+/// never go down, so `/metrics` counts since start. The Prometheus counters of the same outcomes
+/// are brought up to date from the atomic counts when `/metrics` is read; they are created up front through swift-metrics with this server's own
 /// `PrometheusMetricsFactory` (not the global `MetricsSystem`, so that several mocks in one test
 /// process do not share numbers). The latency
 /// histogram takes a lock inside swift-prometheus, so it observes one request in
 /// ``latencySampleInterval`` per connection rather than every request.
 final class RequestStatistics: Sendable {
-    /// Index 0: accepted (200); 1...: `Reason.allCases`; then the fault actions.
+    /// The statuses of an accepted answer (``successStatuses``), then `Reason.allCases`, then the
+    /// fault actions that left the request unanswered.
     private let counts: [RelaxedCounter]
+    /// Every fault action applied, answered or not, by `FaultRule.Action.Name.allCases`.
+    private let actionCounts: [RelaxedCounter]
+    /// The counts at the last reset: `/v1/stats` reports what came since.
+    private let baseline: Mutex<(counts: [Int], actions: [Int], refused: [Int])>
     /// Broadcast-side requests by kind (``RecordKind``: device pushes are the other counters'
     /// total, counted here at scrape time), and their Prometheus counters.
     private let kindCounts: [RelaxedCounter]
@@ -34,20 +46,46 @@ final class RequestStatistics: Sendable {
     private let refusedCounters: [CoreMetrics.Counter]
     private let exportedRefused: Mutex<[Int]>
     let started = ContinuousClock.now
+    /// GOAWAYs sent, by cause and error code, since start and at the last reset; their Prometheus
+    /// counters are made when a pair first occurs (GOAWAYs are rare: a lock is no cost).
+    private let goAways = Mutex<GoAwayCounts>(GoAwayCounts())
+    private let factory: PrometheusMetricsFactory
+    /// Log lines the log sink dropped, and their counter (brought up to date on `/metrics`).
+    private let droppedLogLines: (@Sendable () -> Int)?
+    private let droppedLogLinesCounter: CoreMetrics.Counter?
+    private let exportedDroppedLogLines = Mutex<Int>(0)
+
+    private struct GoAwayCounts {
+        struct Key: Hashable {
+            var cause: GoAwayCause
+            var code: String
+        }
+        var counts: [Key: Int] = [:]
+        var atReset: [Key: Int] = [:]
+        var counters: [Key: CoreMetrics.Counter] = [:]
+    }
     private let rate = Mutex<(at: ContinuousClock.Instant, total: Int, perSecond: Double)>(
         (ContinuousClock.now, 0, 0))
 
     static let latencySampleInterval = 16
+    /// The statuses an accepted request is answered with: a push 200, channel management 201
+    /// (created) and 204 (deleted) besides.
+    static let successStatuses = [200, 201, 204]
     private static let reasons = Reason.allCases
     private static let actions = FaultRule.Action.Name.allCases
 
-    init() {
+    init(droppedLogLines: (@Sendable () -> Int)? = nil) {
         let registry = PrometheusCollectorRegistry()
         let factory = PrometheusMetricsFactory(registry: registry)
         self.registry = registry
-        var counters: [CoreMetrics.Counter] = [
-            CoreMetrics.Counter(label: "apns_requests_total", dimensions: [("status", "200"), ("reason", "")], factory: factory)
-        ]
+        self.factory = factory
+        self.droppedLogLines = droppedLogLines
+        droppedLogLinesCounter = droppedLogLines.map { _ in
+            CoreMetrics.Counter(label: "apns_log_lines_dropped_total", factory: factory)
+        }
+        var counters: [CoreMetrics.Counter] = Self.successStatuses.map {
+            CoreMetrics.Counter(label: "apns_requests_total", dimensions: [("status", String($0)), ("reason", "")], factory: factory)
+        }
         for reason in Self.reasons {
             counters.append(CoreMetrics.Counter(
                 label: "apns_requests_total",
@@ -60,6 +98,7 @@ final class RequestStatistics: Sendable {
         }
         self.counters = counters
         self.counts = counters.map { _ in RelaxedCounter() }
+        self.actionCounts = Self.actions.map { _ in RelaxedCounter() }
         self.exportedCounts = Mutex(counters.map { _ in 0 })
         kindCounters = RecordKind.allCases.map {
             CoreMetrics.Counter(label: "apns_requests_by_kind_total", dimensions: [("kind", $0.rawValue)], factory: factory)
@@ -74,6 +113,42 @@ final class RequestStatistics: Sendable {
         }
         refusedCounts = RefusedStreamCause.allCases.map { _ in RelaxedCounter() }
         exportedRefused = Mutex(RefusedStreamCause.allCases.map { _ in 0 })
+        baseline = Mutex((counts.map { _ in 0 }, Self.actions.map { _ in 0 }, RefusedStreamCause.allCases.map { _ in 0 }))
+    }
+
+    /// `/v1/stats` counts from zero again (`/v1/reset`, `DELETE /v1/notifications`), as the
+    /// records do; `/metrics` goes on counting since start.
+    func resetCounts() {
+        baseline.withLock { baseline in
+            baseline = (counts.map(\.value), actionCounts.map(\.value), refusedCounts.map(\.value))
+        }
+        goAways.withLock { $0.atReset = $0.counts }
+    }
+
+    /// One GOAWAY sent, counted at once in `/v1/stats` and `apns_goaways_total{cause,code}`.
+    func countGoAway(cause: GoAwayCause, code: String) {
+        let key = GoAwayCounts.Key(cause: cause, code: code)
+        let counter = goAways.withLock { goAways -> CoreMetrics.Counter in
+            goAways.counts[key, default: 0] += 1
+            if let counter = goAways.counters[key] { return counter }
+            let counter = CoreMetrics.Counter(
+                label: "apns_goaways_total", dimensions: [("cause", cause.rawValue), ("code", code)], factory: factory)
+            goAways.counters[key] = counter
+            return counter
+        }
+        counter.increment()
+    }
+
+    /// GOAWAYs since the last reset.
+    var goAwayStatistics: Statistics.GoAways {
+        goAways.withLock { goAways in
+            var byCause: [String: Int] = [:]
+            for (key, count) in goAways.counts {
+                let since = count - goAways.atReset[key, default: 0]
+                if since > 0 { byCause[key.cause.rawValue, default: 0] += since }
+            }
+            return Statistics.GoAways(total: byCause.values.reduce(0, +), byCause: byCause)
+        }
     }
 
     /// One stream refused: a relaxed atomic add.
@@ -81,22 +156,30 @@ final class RequestStatistics: Sendable {
         refusedCounts[cause.index].increment()
     }
 
+    /// Refused streams since the last reset.
     var refusedStreams: Statistics.RefusedStreams {
-        let before = refusedCounts[RefusedStreamCause.beforeAuthentication.index].value
-        let over = refusedCounts[RefusedStreamCause.overLimit.index].value
-        return Statistics.RefusedStreams(total: before + over, beforeAuthentication: before, overLimit: over)
+        let since = baseline.withLock { $0.refused }
+        func value(_ cause: RefusedStreamCause) -> Int { refusedCounts[cause.index].value - since[cause.index] }
+        let before = value(.beforeAuthentication), over = value(.overLimit), goaway = value(.afterGoAway)
+        return Statistics.RefusedStreams(
+            total: before + over + goaway, beforeAuthentication: before, overLimit: over, afterGoAway: goaway)
     }
 
+    /// Where a request is filed (see the type's comment): `status` is `nil` when it was not answered.
     private static func index(status: Int?, rejection: Rejection?, action: FaultRule.Action.Name?) -> Int {
-        if let action { return 1 + reasons.count + (actions.firstIndex(of: action) ?? 0) }
-        if let rejection { return 1 + (reasons.firstIndex(of: rejection.reason) ?? 0) }
-        return 0
+        if let rejection { return successStatuses.count + (reasons.firstIndex(of: rejection.reason) ?? 0) }
+        if let status { return successStatuses.firstIndex(of: status) ?? 0 }
+        return successStatuses.count + reasons.count + (action.flatMap { actions.firstIndex(of: $0) } ?? 0)
     }
 
-    /// One relaxed atomic add; the Prometheus counters catch up when `/metrics` is read.
+    /// One relaxed atomic add (two with a fault action); the Prometheus counters catch up when
+    /// `/metrics` is read.
     func count(status: Int?, rejection: Rejection?, action: FaultRule.Action.Name?) {
         let index = Self.index(status: status, rejection: rejection, action: action)
         counts[index].increment()
+        if let action, let actionIndex = Self.actions.firstIndex(of: action) {
+            actionCounts[actionIndex].increment()
+        }
     }
 
     /// Counts a broadcast or channel-management request by its kind (besides ``count(status:rejection:action:)``).
@@ -105,18 +188,27 @@ final class RequestStatistics: Sendable {
     }
 
     func snapshot(openConnections: Int, totalConnections: UInt64, records: RecordStore) -> Statistics {
-        let values = counts.map(\.value)
+        let since = baseline.withLock { $0 }
+        let lifetimeValues = counts.map(\.value)
+        let values = zip(lifetimeValues, since.counts).map { $0 - $1 }
+        let actionValues = zip(actionCounts.map(\.value), since.actions).map { $0 - $1 }
         var byStatus: [String: Int] = [:]
         var byReason: [String: Int] = [:]
         var byAction: [String: Int] = [:]
-        if values[0] > 0 { byStatus["200"] = values[0] }
-        for (offset, reason) in Self.reasons.enumerated() where values[1 + offset] > 0 {
-            byStatus[String(reason.status), default: 0] += values[1 + offset]
-            byReason[reason.rawValue, default: 0] += values[1 + offset]
+        let successes = Self.successStatuses.count
+        for (offset, status) in Self.successStatuses.enumerated() where values[offset] > 0 {
+            byStatus[String(status)] = values[offset]
         }
-        for (offset, action) in Self.actions.enumerated() where values[1 + Self.reasons.count + offset] > 0 {
-            byAction[action.rawValue] = values[1 + Self.reasons.count + offset]
+        for (offset, reason) in Self.reasons.enumerated() where values[successes + offset] > 0 {
+            byStatus[String(reason.status), default: 0] += values[successes + offset]
+            byReason[reason.rawValue, default: 0] += values[successes + offset]
         }
+        for (offset, action) in Self.actions.enumerated() where actionValues[offset] > 0 {
+            byAction[action.rawValue] = actionValues[offset]
+        }
+        let accepted = values[..<successes].reduce(0, +)
+        let lifetimeAccepted = lifetimeValues[..<successes].reduce(0, +)
+        let lifetimeTotal = lifetimeValues.reduce(0, +)
         let total = values.reduce(0, +)
         let now = ContinuousClock.now
         // The rate over the interval since the previous stats query (at least a second), so that a
@@ -124,23 +216,24 @@ final class RequestStatistics: Sendable {
         let perSecond = rate.withLock { rate -> Double in
             let elapsed = now - rate.at
             if elapsed >= .seconds(1) {
-                rate.perSecond = Double(total - rate.total) / Self.seconds(elapsed)
+                rate.perSecond = Double(lifetimeTotal - rate.total) / Self.seconds(elapsed)
                 rate.at = now
-                rate.total = total
+                rate.total = lifetimeTotal
             }
             return rate.perSecond
         }
         let lifetime = Self.seconds(now - started)
         return Statistics(
-            requests: total, accepted: values[0], rejected: total - values[0],
+            requests: total, accepted: accepted, rejected: total - accepted,
+            sinceStart: .init(requests: lifetimeTotal, accepted: lifetimeAccepted, rejected: lifetimeTotal - lifetimeAccepted),
             byStatus: byStatus, byReason: byReason, byAction: byAction,
             connections: .init(open: openConnections, total: totalConnections),
             requestsPerSecond: perSecond,
-            averageRequestsPerSecond: lifetime > 0 ? Double(total) / lifetime : 0,
+            averageRequestsPerSecond: lifetime > 0 ? Double(lifetimeTotal) / lifetime : 0,
             recording: .init(
                 capacity: records.capacity, records: records.count, evictions: records.evictions,
                 lastSeq: records.lastSeq),
-            refusedStreams: refusedStreams)
+            refusedStreams: refusedStreams, goaways: goAwayStatistics)
     }
 
     /// Brings each Prometheus counter up to its atomic count, adding what it gained since the last
@@ -175,6 +268,15 @@ final class RequestStatistics: Sendable {
             }
         }
         Self.export(refusedCounts, to: refusedCounters, exported: exportedRefused)
+        if let droppedLogLines, let droppedLogLinesCounter {
+            let dropped = droppedLogLines()
+            exportedDroppedLogLines.withLock { exported in
+                if dropped > exported {
+                    droppedLogLinesCounter.increment(by: Int64(dropped - exported))
+                    exported = dropped
+                }
+            }
+        }
         openConnectionsGauge.record(openConnections)
         exportedEvictions.withLock { exported in
             if evictions > exported {
@@ -185,6 +287,17 @@ final class RequestStatistics: Sendable {
         var buffer: [UInt8] = []
         registry.emit(into: &buffer)
         return String(decoding: buffer, as: UTF8.self)
+    }
+
+    /// Rejected requests by reason since start (answered with a rejection; not the unanswered
+    /// fault actions), for the periodic summary in the log.
+    func rejectionsByReason() -> [Reason: Int] {
+        var result: [Reason: Int] = [:]
+        for (offset, reason) in Self.reasons.enumerated() {
+            let value = counts[Self.successStatuses.count + offset].value
+            if value > 0 { result[reason] = value }
+        }
+        return result
     }
 
     /// One latency sample: from the request's last frame to its answer being queued.

@@ -21,7 +21,7 @@ final class Subscription: Sendable {
         var lastSkipped: UInt64 = 0
         var closed = false
         /// What happened besides records (event streams only), at most ``Subscription/noticeLimit``.
-        var notices: [RefusedStreamsNotice] = []
+        var notices: [ConnectionNotice] = []
     }
 
     /// Notices kept for one stream between two takes; more are dropped (a stream that does not
@@ -62,7 +62,7 @@ final class Subscription: Sendable {
     }
 
     /// From a connection (through ``RecordStore/publish(_:)``): something event streams tell.
-    func notify(_ notice: RefusedStreamsNotice) {
+    func notify(_ notice: ConnectionNotice) {
         guard case .buffer = mode else { return }
         state.withLock { state -> CheckedContinuation<Void, Never>? in
             guard !state.batch.closed, state.batch.notices.count < Self.noticeLimit else { return nil }

@@ -71,7 +71,7 @@ final class Subscriptions: Sendable {
     }
 
     /// Hands `notice` to every subscription (event streams keep it; waits ignore it).
-    func broadcast(_ notice: RefusedStreamsNotice) {
+    func broadcast(_ notice: ConnectionNotice) {
         let all = state.withLock { $0.index.all }
         for subscription in all { subscription.notify(notice) }
     }

@@ -58,7 +58,7 @@ public final class MockState: Sendable {
         tokens = parts.tokens
         clock = parts.clock
         records = RecordStore(capacity: configuration.recordingCapacity)
-        statistics = RequestStatistics()
+        statistics = RequestStatistics(droppedLogLines: configuration.droppedLogLines)
         connections = ConnectionRegistry()
         let limit = configuration.validation.rateLimit
         let clock = parts.clock
@@ -94,6 +94,7 @@ public final class MockState: Sendable {
     func reset() {
         connectionBase.store(connections.total, ordering: .relaxed)
         records.removeAll()
+        statistics.resetCounts()
         devices.reset()
         faults.reset()
         channels.reset()

@@ -41,6 +41,47 @@ enum H2 {
         frame(.data, flags: endStream ? H2.endStream : 0, stream: stream, payload: bytes)
     }
 
+    static let padded: UInt8 = 0x8
+    static let priorityFlag: UInt8 = 0x20
+
+    /// HEADERS with the optional fields real stacks use: PRIORITY (netty sets it on every request:
+    /// exclusive bit clear, stream 0, weight 16), PADDED with `padding` zero bytes, and the block cut
+    /// into one HEADERS and CONTINUATION frames of `fragment` bytes each when given.
+    static func headers(
+        stream: UInt32, _ fields: [(String, String)], endStream: Bool, priority: Bool, padding: Int? = nil,
+        fragment: Int? = nil
+    ) -> [UInt8] {
+        let block = headerBlock(fields)
+        let firstCount = fragment.map { min($0, block.count) } ?? block.count
+        var payload: [UInt8] = []
+        var flags: UInt8 = endStream ? H2.endStream : 0
+        if let padding {
+            flags |= padded
+            payload.append(UInt8(padding))
+        }
+        if priority {
+            flags |= priorityFlag
+            payload += be32(0) + [15]
+        }
+        payload += block[..<firstCount]
+        if let padding { payload += [UInt8](repeating: 0, count: padding) }
+        if firstCount == block.count { flags |= endHeaders }
+        var bytes = frame(.headers, flags: flags, stream: stream, payload: payload)
+        var offset = firstCount
+        while offset < block.count {
+            let end = min(offset + (fragment ?? block.count), block.count)
+            bytes += frame(.continuation, flags: end == block.count ? endHeaders : 0, stream: stream, payload: Array(block[offset..<end]))
+            offset = end
+        }
+        return bytes
+    }
+
+    /// DATA padded with `padding` zero bytes.
+    static func data(stream: UInt32, _ bytes: [UInt8], endStream: Bool, padding: Int) -> [UInt8] {
+        frame(.data, flags: (endStream ? H2.endStream : 0) | padded, stream: stream,
+              payload: [UInt8(padding)] + bytes + [UInt8](repeating: 0, count: padding))
+    }
+
     /// A POST to `/3/device/<token>` as a client would send it, with the harness's demo provider
     /// token unless `authorization` is `nil`.
     static func request(

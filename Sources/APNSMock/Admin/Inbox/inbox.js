@@ -27,6 +27,7 @@
     records: new Map(),   // seq -> record, for the detail view
     skipped: 0,
     refused: [],
+    goaways: [],
     paused: false,
     controller: null,
     generation: 0,
@@ -117,13 +118,16 @@
       $("count-rejected").textContent = stats.rejected.toLocaleString();
       $("count-connections").textContent = stats.connections.open.toLocaleString();
       if (stats.refusedStreams) $("count-refused").textContent = stats.refusedStreams.total.toLocaleString();
+      if (stats.goaways) $("count-goaways").textContent = stats.goaways.total.toLocaleString();
+      // The rate from the totals since start, which a reset or Clear does not move back.
+      const total = stats.sinceStart ? stats.sinceStart.requests : stats.requests;
       const now = performance.now();
       if (state.lastStats) {
         const seconds = (now - state.lastStats.at) / 1000;
-        const rate = seconds > 0 ? Math.max(0, stats.requests - state.lastStats.requests) / seconds : 0;
+        const rate = seconds > 0 ? Math.max(0, total - state.lastStats.requests) / seconds : 0;
         $("count-rps").textContent = Math.round(rate).toLocaleString();
       }
-      state.lastStats = { at: now, requests: stats.requests, lastSeq: stats.recording.lastSeq };
+      state.lastStats = { at: now, requests: total, lastSeq: stats.recording.lastSeq };
     } catch (error) { /* shown by the stream's status */ }
   }
 
@@ -222,6 +226,10 @@
       try { addRefused(JSON.parse(data.join("\n"))); } catch (e) { /* ignore a bad report */ }
       return;
     }
+    if (type === "goaway") {
+      try { addGoAway(JSON.parse(data.join("\n"))); } catch (e) { /* ignore a bad report */ }
+      return;
+    }
     if (id !== null) state.lastSeq = Number(id);
     state.queue.push(data.join("\n"));
     // Only the newest KEEP can ever be shown: drop the rest unparsed.
@@ -238,7 +246,9 @@
     const cause = notice.cause === "beforeAuthentication"
       ? "before authentication (the client opened them before its first token was accepted; APNs allows " +
         notice.limit + " stream" + (notice.limit === 1 ? "" : "s") + " until then; server.streamsBeforeAuthentication raises it)"
-      : "over the connection's limit of " + notice.limit + " concurrent streams";
+      : notice.cause === "afterGoAway"
+        ? "after the GOAWAY the mock sent (above its last stream id: not processed, the client may resend them)"
+        : "over the connection's limit of " + notice.limit + " concurrent streams";
     const line = "Connection " + notice.connectionId + ": " + notice.count + " stream" + (notice.count === 1 ? "" : "s") +
       " refused " + cause + " (streams " + notice.firstStreamId + "\u2013" + notice.lastStreamId + ")";
     state.refused.unshift(line);
@@ -250,6 +260,28 @@
     title.textContent = "Refused streams (RST_STREAM REFUSED_STREAM): a client that does not retry them loses those pushes, and they are not records.";
     const list = document.createElement("ul");
     for (const text of state.refused) {
+      const item = document.createElement("li");
+      item.textContent = text;
+      list.appendChild(item);
+    }
+    box.append(title, list);
+    pollStats();
+  }
+
+  // GOAWAYs the mock sent are no records either: the latest few, with their cause.
+  function addGoAway(notice) {
+    const line = "Connection " + notice.connectionId + ": GOAWAY " + notice.code + " (" + notice.cause + ")" +
+      ", last stream " + notice.lastStreamId + (notice.debugData ? ", " + notice.debugData : "") +
+      " \u2014 streams above it were not processed";
+    state.goaways.unshift(line);
+    state.goaways.length = Math.min(state.goaways.length, 5);
+    const box = $("goaway-notice");
+    box.hidden = false;
+    box.textContent = "";
+    const title = document.createElement("b");
+    title.textContent = "GOAWAY sent: clients resend the streams above the last stream id on a new connection.";
+    const list = document.createElement("ul");
+    for (const text of state.goaways) {
       const item = document.createElement("li");
       item.textContent = text;
       list.appendChild(item);
