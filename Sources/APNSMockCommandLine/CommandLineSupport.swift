@@ -24,11 +24,23 @@ public struct LoggingOptions: ParsableArguments {
         return Self.bootstrap(level: level, format: format)
     }
 
+    /// Logs go to standard error through ``LogSink/standardError``: never written on the thread
+    /// that logs, so a reader that does not keep up costs dropped lines, not stalled answers.
     public static func bootstrap(level: Logger.Level, format: LogFormat) -> Logger {
+        switch format {
+        case .text:
+            LogSink.standardError.setReportFormat { count in
+                "\(TextLogHandler.timestamp()) warning apns-mock: dropped=\(count) log lines dropped: the log's reader did not keep up\n"
+            }
+        case .json:
+            LogSink.standardError.setReportFormat(JSONLogHandler.dropReport)
+        }
+        // A command that ends (an error at start-up, exit codes) writes what it logged first.
+        atexit { LogSink.standardError.flush() }
         LoggingSystem.bootstrap { label in
             var handler: any LogHandler
             switch format {
-            case .text: handler = StreamLogHandler.standardError(label: label)
+            case .text: handler = TextLogHandler(label: label)
             case .json: handler = JSONLogHandler(label: label)
             }
             handler.logLevel = level

@@ -7,9 +7,22 @@ struct JSONLogHandler: LogHandler {
     let label: String
     var logLevel: Logger.Level = .info
     var metadata: Logger.Metadata = [:]
+    private let sink: LogSink
 
-    init(label: String) {
+    init(label: String, sink: LogSink = .standardError) {
         self.label = label
+        self.sink = sink
+    }
+
+    /// The line that reports dropped lines, in this format.
+    static func dropReport(_ count: Int) -> String {
+        let object: [String: Any] = [
+            "ts": Date().formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true)),
+            "level": "warning", "label": "apns-mock", "dropped": count,
+            "message": "log lines dropped: the log's reader did not keep up",
+        ]
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return "" }
+        return String(decoding: data, as: UTF8.self) + "\n"
     }
 
     subscript(metadataKey key: String) -> Logger.Metadata.Value? {
@@ -30,7 +43,7 @@ struct JSONLogHandler: LogHandler {
         }
         guard var data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return }
         data.append(UInt8(ascii: "\n"))
-        FileHandle.standardError.write(data)
+        data.withUnsafeBytes { sink.write($0) }
     }
 
     private static func plain(_ value: Logger.MetadataValue) -> Any {

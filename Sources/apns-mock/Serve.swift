@@ -177,6 +177,7 @@ struct Serve: AsyncParsableCommand {
             }
         }
         let environmentName = server.environment
+        server.droppedLogLines = { LogSink.standardError.droppedLines }
         let apns = APNSMockServer(configuration: server, logger: logger) { ports in
             Console.line(ListeningLine.text(ports))
             Banner.print(material: material, demo: demo, port: ports.apns, environment: environmentName)

@@ -41,9 +41,11 @@ struct ServerProcess: MockEndpoints {
     /// Starts the mock on free ports with the test certificates and `yaml` as its configuration
     /// file (none when `yaml` is nil), `environment` added to its environment, its descriptor
     /// limit set to `descriptorLimit` when given; runs `body`, then stops it with SIGTERM.
+    /// `errorOutput`: where its stderr goes instead of a file (a pipe nobody reads, say); the
+    /// descriptor is closed once the process has it.
     static func withRunning<T: Sendable>(
         yaml: String? = "", environment: [String: String] = [:], descriptorLimit: Int? = nil, arguments: [String] = [],
-        _ body: (ServerProcess) async throws -> T
+        errorOutput: FileDescriptor? = nil, _ body: (ServerProcess) async throws -> T
     ) async throws -> T {
         let binary = try Unprivileged.binary()
         let certificates = try Unprivileged.certificates()
@@ -53,7 +55,7 @@ struct ServerProcess: MockEndpoints {
         let logPath = directory.appendingPathComponent("err.txt").path
         let out = try FileDescriptor.open(
             FilePath(outPath), .writeOnly, options: [.create, .truncate], permissions: .ownerReadWrite)
-        let err = try FileDescriptor.open(
+        let err = try errorOutput ?? FileDescriptor.open(
             FilePath(logPath), .writeOnly, options: [.create, .truncate], permissions: .ownerReadWrite)
         var command = Unprivileged.launcher + [binary, "serve", "--port", "0", "--admin-port", "0",
                        "--broadcast-sandbox-port", "0", "--broadcast-production-port", "0",
