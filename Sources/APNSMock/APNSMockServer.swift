@@ -170,7 +170,7 @@ extension APNSMockServer {
                     do {
                         connection = try APNSConnection(
                             id: id, tlsContext: tlsContext, settings: configuration.http2,
-                            routes: routes, logger: connectionLogger)
+                            routes: routes, logger: connectionLogger, errorDisconnect: configuration.errorDisconnect)
                     } catch {
                         connections.closed()
                         memory.connectionClosed()

@@ -45,6 +45,23 @@ public struct Configuration: Sendable, Equatable {
         public var threads: Int?
         /// Seconds in-flight requests get to finish after SIGTERM before connections are cut.
         public var shutdownGracePeriod = 10
+        /// Apple's connection penalty, opt-in (`nil`: off): "APNs disconnects a provider connection
+        /// with too many error conditions. APNs disconnects sooner with certain error conditions,
+        /// such as BadDeviceToken. Note that status code 410 isn't considered an error condition."
+        /// Apple publishes no numbers, so the mock takes them from here.
+        public var errorDisconnect: ErrorDisconnect?
+
+        /// After `after` error answers on one connection (4xx other than 410, each BadDeviceToken
+        /// counting `badDeviceTokenCounts`), the connection gets GOAWAY and is closed.
+        public struct ErrorDisconnect: Sendable, Equatable {
+            public var after: Int
+            public var badDeviceTokenCounts: Int
+
+            public init(after: Int, badDeviceTokenCounts: Int = 1) {
+                self.after = after
+                self.badDeviceTokenCounts = badDeviceTokenCounts
+            }
+        }
 
         public static let defaultMaxConnections = 10_000
 
@@ -447,6 +464,7 @@ extension Configuration {
             "tokenUpdateInterval",
             "shrinkStreamsAfterRejection",
             "maxConnections", "requestTimeout", "responseTimeout", "handshakeTimeout", "threads", "shutdownGracePeriod",
+            "errorDisconnect",
         ])
         var server = Server()
         if let host = fields.optional("host") { server.host = try host.nonEmptyString() }
@@ -478,8 +496,19 @@ extension Configuration {
         if let grace = fields.optional("shutdownGracePeriod") {
             server.shutdownGracePeriod = try grace.integer(in: gracePeriodRange)
         }
+        if let penalty = fields.optional("errorDisconnect") {
+            let penaltyFields = try penalty.mapping(allowing: ["after", "badDeviceTokenCounts"])
+            var disconnect = Server.ErrorDisconnect(after: try penaltyFields.required("after").integer(in: errorDisconnectRange))
+            if let weight = penaltyFields.optional("badDeviceTokenCounts") {
+                disconnect.badDeviceTokenCounts = try weight.integer(in: errorDisconnectRange)
+            }
+            server.errorDisconnect = disconnect
+        }
         return server
     }
+
+    /// `server.errorDisconnect`'s `after` and `badDeviceTokenCounts`.
+    public static let errorDisconnectRange = 1...1_000_000
 
     /// `server.additionalPorts`: ports, none twice, none the main port (0, any free port, may repeat).
     static func additionalPorts<N>(_ field: Field<N>, mainPort: Int) throws(ConfigurationError) -> [Int] {

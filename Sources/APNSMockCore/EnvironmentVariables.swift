@@ -156,6 +156,14 @@ public struct EnvironmentVariables: Sendable, Equatable {
         Variable("APNS_MOCK_THREADS", "server.threads") { field, configuration throws(ConfigurationError) in
             configuration.server.threads = try field.integer(in: Configuration.threadRange)
         },
+        Variable(
+            "APNS_MOCK_ERROR_DISCONNECT_AFTER",
+            "server.errorDisconnect.after (Apple's connection penalty; each BadDeviceToken counts once unless the file says otherwise)"
+        ) { field, configuration throws(ConfigurationError) in
+            let after = try field.integer(in: Configuration.errorDisconnectRange)
+            let weight = configuration.server.errorDisconnect?.badDeviceTokenCounts ?? 1
+            configuration.server.errorDisconnect = .init(after: after, badDeviceTokenCounts: weight)
+        },
     ]
 
     /// Every name this table knows.

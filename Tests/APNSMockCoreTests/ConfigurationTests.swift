@@ -150,6 +150,11 @@ let configurationErrorRows: [ConfigurationErrorRow] = [
     ConfigurationErrorRow("server.streamsBeforeAuthentication", .invalidValue, "server: { streamsBeforeAuthentication: 0 }"),
     ConfigurationErrorRow("server.tokenUpdateInterval", .invalidValue, "server: { tokenUpdateInterval: -1 }"),
     ConfigurationErrorRow("server.maxConnections", .invalidValue, "server: { maxConnections: 0 }"),
+    ConfigurationErrorRow("server.errorDisconnect.after", .invalidValue, "server: { errorDisconnect: { after: 0 } }"),
+    ConfigurationErrorRow("server.errorDisconnect.after", .missingField, "server: { errorDisconnect: { badDeviceTokenCounts: 2 } }"),
+    ConfigurationErrorRow(
+        "server.errorDisconnect.badDeviceTokenCounts", .invalidValue, "server: { errorDisconnect: { after: 3, badDeviceTokenCounts: 0 } }"),
+    ConfigurationErrorRow("server.errorDisconnect.sooner", .unknownField, "server: { errorDisconnect: { after: 3, sooner: 1 } }"),
     ConfigurationErrorRow("server.maxConnections", .invalidValue, "server: { maxConnections: 99999999999999999 }"),
     ConfigurationErrorRow("server.requestTimeout", .invalidValue, "server: { requestTimeout: 0 }"),
     ConfigurationErrorRow("server.responseTimeout", .invalidValue, "server: { responseTimeout: 86401 }"),
@@ -317,6 +322,19 @@ func configurationError(row: ConfigurationErrorRow) throws {
 
 /// Found by FuzzConfiguration: every listener on port 0 (each gets a free port) is no clash, and
 /// once trapped on a duplicate dictionary key while the broadcast section was checked.
+@Test func errorDisconnectIsOffUnlessGiven() throws {
+    #expect(try Configuration.parse(yaml: "", file: "mock.yaml").server.errorDisconnect == nil)
+    let penalty = try Configuration.parse(yaml: "server: { errorDisconnect: { after: 5, badDeviceTokenCounts: 5 } }", file: "mock.yaml")
+    #expect(penalty.server.errorDisconnect == .init(after: 5, badDeviceTokenCounts: 5))
+    var configuration = penalty
+    try EnvironmentVariables(["APNS_MOCK_ERROR_DISCONNECT_AFTER": "20"]).apply(to: &configuration)
+    #expect(configuration.server.errorDisconnect == .init(after: 20, badDeviceTokenCounts: 5))
+    #expect(throws: ConfigurationError.self) {
+        var defaults = Configuration()
+        try EnvironmentVariables(["APNS_MOCK_ERROR_DISCONNECT_AFTER": "often"]).apply(to: &defaults)
+    }
+}
+
 @Test func everyListenerOnPortZeroParses() throws {
     let configuration = try Configuration.parse(
         yaml: "server: { port: 0 }\nadmin: { port: 0 }\nbroadcast: { sandboxPort: 0, productionPort: 0 }\n", file: "ports.yaml")

@@ -74,8 +74,16 @@ final class APNSConnection {
     @exclusivity(unchecked) private var context: ConnectionContext
     @exclusivity(unchecked) private var requestState: ConnectionState
 
-    init(id: UInt64, tlsContext: TLSContext, settings: HTTP2Settings, routes: ListenerRoutes, logger: Logger) throws {
+    /// Apple's connection penalty (`server.errorDisconnect`), and the error answers counted so far.
+    private let errorDisconnect: Configuration.Server.ErrorDisconnect?
+    private var errorCount = 0
+
+    init(
+        id: UInt64, tlsContext: TLSContext, settings: HTTP2Settings, routes: ListenerRoutes, logger: Logger,
+        errorDisconnect: Configuration.Server.ErrorDisconnect? = nil
+    ) throws {
         self.id = id
+        self.errorDisconnect = errorDisconnect
         self.tls = try TLSConnection(context: tlsContext)
         self.settings = settings
         self.routes = routes
@@ -306,6 +314,7 @@ extension APNSConnection: HTTP2SessionDelegate {
             routes.answer(request, stream: requestStream, context: context, connection: &requestState)
         }
         carryOutNow(effects, session: session)
+        defer { if let errorDisconnect { countError(effects, session: session, penalty: errorDisconnect) } }
         if effects.actions.delayMs == 0 || schedule == nil {
             carryOut(effects, session: session, stream: stream, id: requestStream.id)
             if started != 0 { routes.state.statistics.observeLatency(sinceUptimeNanoseconds: started) }
@@ -320,6 +329,26 @@ extension APNSConnection: HTTP2SessionDelegate {
                 if started != 0 { self.routes.state.statistics.observeLatency(sinceUptimeNanoseconds: started) }
             }
         }
+    }
+
+    /// Apple's connection penalty: an error answer (4xx other than 410; BadDeviceToken weighs
+    /// `badDeviceTokenCounts`) counts towards `after`; reaching it sends GOAWAY (debug data: the last
+    /// error's reason) once the answers already decided are queued, and the connection closes
+    /// gracefully. Apple publishes neither the numbers nor the frame; docs/configuration.md says so.
+    private func countError(_ effects: Effects, session: HTTP2Session, penalty: Configuration.Server.ErrorDisconnect) {
+        let rejection: Rejection?
+        switch effects.response {
+        case .apns(let response)?: rejection = response.rejection
+        case .broadcast(let response)?: rejection = response.rejection
+        case nil: rejection = nil
+        }
+        guard let rejection, (400..<500).contains(rejection.status), rejection.status != 410, !session.queuedGoAway else { return }
+        errorCount += rejection.reason == .badDeviceToken ? penalty.badDeviceTokenCounts : 1
+        guard errorCount >= penalty.after else { return }
+        logger.info(
+            "too many error answers on this connection: GOAWAY (server.errorDisconnect)",
+            metadata: ["errors": "\(errorCount)", "after": "\(penalty.after)", "last": "\(rejection.reason.rawValue)"])
+        beginGracefulClose(reason: rejection.reason, cause: .errorDisconnect)
     }
 
     /// The effects that do not wait for a fault's delay: the stream-limit changes.
