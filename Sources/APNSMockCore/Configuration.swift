@@ -156,15 +156,21 @@ public struct Configuration: Sendable, Equatable {
         public var environment: KeyEnvironment
         /// The apps (bundle IDs) this key may push to; empty for every app of its team.
         public var topics: [String]
+        /// The one key this one is related to (Apple's key model of February 2025: a key may have
+        /// one related key, of the same team and environment). A connection bound to a key takes a
+        /// later token of that key or of its related key; any other key is UnrelatedKeyIdInToken.
+        public var relatedKeyId: String?
 
         public init(
-            keyId: String, path: String? = nil, pem: String? = nil, environment: KeyEnvironment = .any, topics: [String] = []
+            keyId: String, path: String? = nil, pem: String? = nil, environment: KeyEnvironment = .any, topics: [String] = [],
+            relatedKeyId: String? = nil
         ) {
             self.keyId = keyId
             self.path = path ?? Key.defaultPath(keyId: keyId)
             self.pem = pem
             self.environment = environment
             self.topics = topics
+            self.relatedKeyId = relatedKeyId
         }
 
         /// Where `apns-mock keys new` writes a key: `certs/AuthKey_<KEYID>.p8`.
@@ -593,6 +599,8 @@ extension Configuration {
         var teamIDs: Set<String> = []
         var appOwners: [String: String] = [:]
         var keyIDs: Set<String> = []
+        // Every key's relation, checked once every team is read (a related key may come later).
+        var relations: [(key: Key, team: String, field: Field<N>)] = []
         let elements = try field.elements()
         if elements.isEmpty, topicPolicy == .teams {
             throw field.error(.contradiction, "no teams means no topic is allowed under validation.topicPolicy teams")
@@ -628,11 +636,51 @@ extension Configuration {
                         throw keyIdField.error(.duplicate, "key \(key.keyId) is configured twice")
                     }
                     keys.append(key)
+                    if key.relatedKeyId != nil, let related = try keyElement.mapping(allowing: keyFieldNames).optional("relatedKeyId") {
+                        relations.append((key, teamId, related))
+                    }
                 }
             }
             teams.append(Team(teamId: teamId, apps: apps, keys: keys))
         }
+        try checkRelatedKeys(relations, teams: teams)
         return teams
+    }
+
+    /// What Apple refuses of related keys: a related key must exist, be of the same team and the
+    /// same environment, and a key has at most one related key (A related to B and C related to B
+    /// gives B two). A pair may be named from both sides.
+    private static func checkRelatedKeys<N>(
+        _ relations: [(key: Key, team: String, field: Field<N>)], teams: [Team]
+    ) throws(ConfigurationError) {
+        var owners: [String: (team: String, key: Key)] = [:]
+        for team in teams { for key in team.keys { owners[key.keyId] = (team.teamId, key) } }
+        var partner: [String: String] = [:]
+        for (key, team, field) in relations {
+            guard let relatedID = key.relatedKeyId else { continue }
+            guard relatedID != key.keyId else {
+                throw field.error(.contradiction, "key \(key.keyId) cannot be related to itself")
+            }
+            guard let related = owners[relatedID] else {
+                throw field.error(.invalidValue, "key \(key.keyId) names \(relatedID), which is no configured key")
+            }
+            guard related.team == team else {
+                throw field.error(
+                    .contradiction, "key \(key.keyId) of team \(team) names \(relatedID), a key of team \(related.team): Apple relates keys within one team")
+            }
+            guard related.key.environment == key.environment else {
+                throw field.error(
+                    .contradiction,
+                    "key \(key.keyId) (environment \(key.environment.rawValue)) names \(relatedID) (environment \(related.key.environment.rawValue)): a related key is of the same environment")
+            }
+            for (one, other) in [(key.keyId, relatedID), (relatedID, key.keyId)] {
+                if let existing = partner[one], existing != other {
+                    throw field.error(
+                        .contradiction, "key \(one) would have two related keys (\(existing) and \(other)): Apple allows one")
+                }
+                partner[one] = other
+            }
+        }
     }
 
     private static func decodeKey<N>(_ field: Field<N>, apps: [String]) throws(ConfigurationError) -> Key {
@@ -647,6 +695,9 @@ extension Configuration {
             key.pem = try checkedPEM(pem)
         }
         if let environment = fields.optional("environment") { key.environment = try environment.oneOf(KeyEnvironment.self) }
+        if let related = fields.optional("relatedKeyId") {
+            key.relatedKeyId = try appleIdentifier(related, what: "key ID")
+        }
         if let topics = fields.optional("topics") {
             for (topic, topicField) in try topics.stringList() {
                 guard apps.contains(topic) else {
@@ -658,7 +709,7 @@ extension Configuration {
         return key
     }
 
-    private static let keyFieldNames = ["keyId", "path", "pem", "environment", "topics"]
+    private static let keyFieldNames = ["keyId", "path", "pem", "environment", "topics", "relatedKeyId"]
 
     /// Text that has the shape of one PEM block (`-----BEGIN …-----`, base64, `-----END …-----`).
     /// Whether it is a P-256 key is checked when the keys are loaded.

@@ -123,7 +123,7 @@ public enum Reason: String, CaseIterable, Sendable, Codable {
         case .forbidden: return "The request is not allowed (e.g. certificate auth for a push type that needs a token)."
         case .invalidProviderToken: return "The provider token's signature, team or key is wrong, or it is not a JWT."
         case .missingProviderToken: return "No certificate and no authorization header: the request is unauthenticated."
-        case .unrelatedKeyIdInToken: return "The token's key ID is not a key of the token's team."
+        case .unrelatedKeyIdInToken: return "The key ID in the provider token isn't related to the key ID of the token used in the first push of this connection."
         case .badEnvironmentKeyIdInToken: return "The token's key may only be used in the other environment."
         case .topicMismatch: return "The credentials are not for the app the channel or broadcast names."
         case .badPath: return "The :path is not /3/device/<token>."

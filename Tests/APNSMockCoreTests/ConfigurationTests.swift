@@ -322,6 +322,39 @@ func configurationError(row: ConfigurationErrorRow) throws {
 
 /// Found by FuzzConfiguration: every listener on port 0 (each gets a free port) is no clash, and
 /// once trapped on a duplicate dictionary key while the broadcast section was checked.
+@Test("related keys: what Apple refuses is refused naming the key", arguments: [
+    ("keys: [{keyId: KEYAAAAAA1, relatedKeyId: KEYBBBBBB1}]", "no configured key"),
+    ("keys: [{keyId: KEYAAAAAA1, relatedKeyId: KEYAAAAAA1}]", "itself"),
+    ("keys: [{keyId: KEYAAAAAA1, environment: sandbox, relatedKeyId: KEYBBBBBB1}, {keyId: KEYBBBBBB1, environment: production}]",
+     "same environment"),
+    ("keys: [{keyId: KEYAAAAAA1, relatedKeyId: KEYBBBBBB1}, {keyId: KEYBBBBBB1}, {keyId: KEYCCCCCC1, relatedKeyId: KEYBBBBBB1}]",
+     "two related keys"),
+])
+func relatedKeysAreChecked(_ keys: String, _ problem: String) throws {
+    let yaml = "teams: [{teamId: TEAMAAAAA1, apps: [com.example.app], \(keys)}]"
+    do {
+        _ = try Configuration.parse(yaml: yaml, file: "mock.yaml")
+        Issue.record("accepted: \(keys)")
+    } catch {
+        #expect("\(error)".contains(problem), "\(error)")
+        #expect("\(error)".contains("relatedKeyId"), "\(error)")
+    }
+}
+
+@Test func relatedKeysOfTwoTeamsAreRefusedAndAPairIsTaken() throws {
+    let across = """
+        teams:
+          - {teamId: TEAMAAAAA1, apps: [com.example.app], keys: [{keyId: KEYAAAAAA1, relatedKeyId: KEYBBBBBB1}]}
+          - {teamId: TEAMBBBBB1, apps: [com.example.other], keys: [{keyId: KEYBBBBBB1}]}
+        """
+    #expect(throws: ConfigurationError.self) { try Configuration.parse(yaml: across, file: "mock.yaml") }
+    let pair = """
+        teams: [{teamId: TEAMAAAAA1, apps: [com.example.app], keys: [{keyId: KEYAAAAAA1, relatedKeyId: KEYBBBBBB1}, {keyId: KEYBBBBBB1, relatedKeyId: KEYAAAAAA1}]}]
+        """
+    let parsed = try Configuration.parse(yaml: pair, file: "mock.yaml")
+    #expect(parsed.teams[0].keys.map(\.relatedKeyId) == ["KEYBBBBBB1", "KEYAAAAAA1"])
+}
+
 @Test func errorDisconnectIsOffUnlessGiven() throws {
     #expect(try Configuration.parse(yaml: "", file: "mock.yaml").server.errorDisconnect == nil)
     let penalty = try Configuration.parse(yaml: "server: { errorDisconnect: { after: 5, badDeviceTokenCounts: 5 } }", file: "mock.yaml")

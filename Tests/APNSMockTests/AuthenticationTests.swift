@@ -242,6 +242,47 @@ struct AuthenticationTests {
         }
     }
 
+    /// Apple's key model of February 2025: a connection is bound to the key of its first accepted
+    /// token; a later token of that key or of its related key is taken (after the update
+    /// interval); a token of any other key, of the same team too, is 403 UnrelatedKeyIdInToken.
+    @Test func aConnectionTakesItsKeyAndTheRelatedKeyOnly() async throws {
+        try await MockHarness.withRunningMock(configure: {
+            Self.configure(&$0)
+            $0.tokenUpdateInterval = 0
+            // DEMOKEY001 and SECONDAPP1 related (named from one side); PRODONLY01 not.
+            if let index = $0.teams[0].keys.firstIndex(where: { $0.keyId == "SECONDAPP1" }) {
+                $0.teams[0].keys[index].topics = []
+                $0.teams[0].keys[index].relatedKeyId = "DEMOKEY001"
+            }
+        }) { mock in
+            let exchanges = try await Curl.sequence(
+                url: "\(mock.baseURL)/3/device/\(Self.deviceToken)", caPath: mock.caPath, requests: [
+                    ["authorization": "bearer " + (try Self.token(iat: Self.now - 30)), "apns-topic": "com.example.app"],
+                    ["authorization": "bearer " + (try Self.token(keyID: "SECONDAPP1", signedWith: "SECONDAPP1", iat: Self.now - 20)),
+                     "apns-topic": "com.example.app"],
+                    ["authorization": "bearer " + (try Self.token(iat: Self.now - 10)), "apns-topic": "com.example.app"],
+                ])
+            #expect(exchanges.map(\.status) == [200, 200, 200])
+            #expect(exchanges.map(\.newConnection) == [true, false, false])
+
+        }
+        // Without the relation, SECONDAPP1 (same team) is another key: refused on the connection
+        // bound to DEMOKEY001.
+        try await MockHarness.withRunningMock(configure: {
+            Self.configure(&$0)
+            $0.tokenUpdateInterval = 0
+        }) { mock in
+            let refused = try await Curl.sequence(
+                url: "\(mock.baseURL)/3/device/\(Self.deviceToken)", caPath: mock.caPath, requests: [
+                    ["authorization": "bearer " + (try Self.token(iat: Self.now - 5)), "apns-topic": "com.example.second"],
+                    ["authorization": "bearer " + (try Self.token(keyID: "SECONDAPP1", signedWith: "SECONDAPP1")),
+                     "apns-topic": "com.example.second"],
+                ])
+            #expect(refused.map(\.status) == [200, 403])
+            #expect(refused.map(\.reason) == [nil, "UnrelatedKeyIdInToken"])
+        }
+    }
+
     @Test func tokenSignedByPythonCryptographyIsAccepted() async throws {
         try await MockHarness.withRunningMock(configure: Self.configure) { mock in
             let material = try MockHarness.sharedCertificates()

@@ -85,7 +85,7 @@ struct AuthState {
 }
 
 /// Decides authentication (docs/authentication.md): stateful,
-/// because a connection binds to its first token's team and remembers verified tokens.
+/// because a connection binds to its first accepted token's key and remembers verified tokens.
 ///
 /// The common case, the bound token repeated, is one string comparison (the connection reuses the
 /// header's String storage when the bytes repeat, so it is usually an identity check), one atomic
@@ -144,7 +144,9 @@ struct Authenticator: Sendable {
         var result = check(key: key, issuedAt: issuedAt, summary: summary, environment: environment, now: now)
         guard result.failure == nil else { return result }
         if let binding = state.binding {
-            if binding.key.teamID != key.teamID {
+            // "The key ID in the provider token isn't related to the key ID of the token used in
+            // the first push of this connection": the bound key, or its related key.
+            if !TokenKeys.relates(binding.key, key) {
                 return refuse(.unrelatedKeyIdInToken, summary: summary)
             }
             // A client may replace its token once the update interval has passed, and at once when

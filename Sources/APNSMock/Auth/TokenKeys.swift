@@ -12,9 +12,12 @@ final class TokenKey: Sendable {
     let publicKey: ECKey
     /// What a request signed with this key records as its `auth`.
     let summary: AuthSummary
+    /// The key related to this one, either side naming it (`relatedKeyId`).
+    let relatedKeyID: String?
 
     init(team: Configuration.Team, key: Configuration.Key, publicKey: ECKey) {
         keyID = key.keyId
+        relatedKeyID = key.relatedKeyId ?? team.keys.first { $0.relatedKeyId == key.keyId }?.keyId
         teamID = team.teamId
         environment = key.environment
         allowedTopics = team.allowedTopics(for: key)
@@ -35,6 +38,12 @@ public struct TokenKeyError: Error, CustomStringConvertible {
 /// Every configured key by key ID, loaded once at start-up.
 public struct TokenKeys: Sendable {
     let byID: [String: TokenKey]
+
+    /// Whether a connection bound to `bound` takes a token of `key`: the same key, or its related
+    /// key (Apple's key model of February 2025).
+    static func relates(_ bound: TokenKey, _ key: TokenKey) -> Bool {
+        bound === key || bound.keyID == key.keyID || bound.relatedKeyID == key.keyID
+    }
 
     /// Reads every key of `teams`, inline or from its file (paths as given: the command resolves
     /// them). A file that is missing or unreadable, or a key that is not P-256 (private `.p8` or
