@@ -89,6 +89,23 @@ public struct LintFinding: Sendable, Equatable, Hashable {
         /// `SHA256withECDSA`, as pushy signs) rather than JOSE's `r ‖ s`. Apple accepts it, and so
         /// does the mock; `validation.strictProviderTokens` rejects such tokens.
         case signatureDER = "token-signature-der"
+        /// A widgets or controls push (iOS 26) without `"aps": {"content-changed": true}`, which
+        /// Apple's pages give every such payload: the system may not reload anything.
+        case contentChangedMissing = "content-changed-missing"
+        /// Not about the payload: a location push over certificate authentication. Apple: the
+        /// location push type "supports only token-based authentication", and names no error;
+        /// accepted, and refused as 403 Forbidden under `validation.strictLint`.
+        case locationOverCertificate = "location-over-certificate"
+    }
+
+    /// The findings a record carries about how the request was authenticated for its push type:
+    /// a location push over a certificate.
+    public static func authentication(_ auth: AuthSummary, pushType: PushType?) -> [LintFinding] {
+        guard pushType == .location, auth.method == .certificate else { return [] }
+        return [LintFinding(
+            .locationOverCertificate,
+            "a location push over certificate authentication; Apple: location \"supports only token-based authentication\""
+                + " (accepted; refused as 403 Forbidden under validation.strictLint)")]
     }
 
     /// The findings a record carries about its provider token: an `iat` that is not an integer, a
@@ -191,6 +208,12 @@ public enum Lint {
             checkBackground(keys, into: &findings)
         case .liveactivity:
             checkLiveActivity(keys, into: &findings)
+        case .widgets, .controls:
+            if keys.contentChanged.map({ tape.kind($0) == .true }) != true {
+                findings.append(LintFinding(
+                    .contentChangedMissing,
+                    "\(pushType!.rawValue) push without \"aps.content-changed\": true, which Apple's payloads for it carry"))
+            }
         default:
             break
         }
@@ -214,6 +237,7 @@ public enum Lint {
         var dismissalDate: Int?
         var inputPushToken: Int?
         var inputPushChannel: Int?
+        var contentChanged: Int?
         /// Key tokens of members Apple does not define.
         var unknown: [Int] = []
 
@@ -236,6 +260,7 @@ public enum Lint {
                 else if tape.keyEquals(key, "dismissal-date") { take(&dismissalDate) }
                 else if tape.keyEquals(key, "input-push-token") { take(&inputPushToken) }
                 else if tape.keyEquals(key, "input-push-channel") { take(&inputPushChannel) }
+                else if tape.keyEquals(key, "content-changed") { take(&contentChanged) }
                 else if !Lint.isKnownAPSKey(tape, key) { unknown.append(key) }
             }
         }

@@ -19,19 +19,24 @@ public struct RequestContext: Sendable {
     public var authenticationFailure: Rejection?
     /// The current device registry (a copy-on-write snapshot; see ``DeviceRegistry``).
     public var devices: DeviceRegistry
+    /// The request came over certificate authentication (a location push then has the finding
+    /// `location-over-certificate`, refused under strict lint).
+    public var authenticatedWithCertificate: Bool
 
     public init(
         environment: APNSEnvironment,
         allowedTopics: AllowedTopics = .any,
         certificateTopic: String? = nil,
         authenticationFailure: Rejection? = nil,
-        devices: DeviceRegistry = DeviceRegistry()
+        devices: DeviceRegistry = DeviceRegistry(),
+        authenticatedWithCertificate: Bool = false
     ) {
         self.environment = environment
         self.allowedTopics = allowedTopics
         self.certificateTopic = certificateTopic
         self.authenticationFailure = authenticationFailure
         self.devices = devices
+        self.authenticatedWithCertificate = authenticatedWithCertificate
     }
 
     /// Sets every field, as ``init(environment:allowedTopics:certificateTopic:authenticationFailure:devices:)``
@@ -39,13 +44,14 @@ public struct RequestContext: Sendable {
     @inlinable
     public mutating func update(
         environment: APNSEnvironment, allowedTopics: AllowedTopics, certificateTopic: String?,
-        authenticationFailure: Rejection?, devices: DeviceRegistry
+        authenticationFailure: Rejection?, devices: DeviceRegistry, authenticatedWithCertificate: Bool
     ) {
         self.environment = environment
         self.allowedTopics = allowedTopics
         self.certificateTopic = certificateTopic
         self.authenticationFailure = authenticationFailure
         self.devices = devices
+        self.authenticatedWithCertificate = authenticatedWithCertificate
     }
 }
 
@@ -465,6 +471,11 @@ public struct Validator: Sendable {
             return RequestChecks.payloadSize(request.bodyLength, limit: draft.pushType.payloadLimit)
 
         case .strictLint:
+            if settings.strictLint, draft.pushType == .location, context.authenticatedWithCertificate {
+                // location-over-certificate: Apple's "supports only token-based authentication",
+                // answered with the reason APNs has for credentials not allowed what they ask.
+                return Rejection(.forbidden)
+            }
             let findings = memo.lint(request, pushType: draft.pushType, lint)
             draft.lint = findings
             return RequestChecks.strictLint(findings, settings: settings)

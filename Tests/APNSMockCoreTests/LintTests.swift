@@ -18,6 +18,12 @@ struct LintRow: Sendable, CustomTestStringConvertible {
 
 let lintRows: [LintRow] = [
     LintRow(#"{"aps":{"alert":"hi"}}"#, .alert, []),
+    // widgets and controls (iOS 26): Apple's payloads carry "content-changed": true.
+    LintRow(#"{"aps":{"content-changed":true}}"#, .widgets, []),
+    LintRow(#"{"aps":{"content-changed":true}}"#, .controls, []),
+    LintRow(#"{"aps":{}}"#, .widgets, [.contentChangedMissing]),
+    LintRow(#"{"aps":{"content-changed":1}}"#, .controls, [.contentChangedMissing]),
+    LintRow(#"{"aps":{"content-changed":false}}"#, .widgets, [.contentChangedMissing]),
     LintRow(#"{"aps":{"alert":{"title":"t","body":"b"},"badge":3,"sound":"default"},"custom":1}"#, .alert, []),
     LintRow("not json", .alert, [.invalidJSON]),
     LintRow(#"{"aps":{"alert":"hi"}"#, .alert, [.invalidJSON]),
@@ -124,4 +130,11 @@ func lint(row: LintRow) {
     let findings = Lint.findings(payload: Array(payload.utf8), pushType: .alert)
     #expect(findings.map(\.code) == [.duplicateKey])
     #expect(findings.first?.message.contains("big.key7") == true)
+}
+
+@Test func locationOverACertificateIsAFindingOfTheRecord() {
+    let certificate = AuthSummary(method: .certificate, teamId: "DEMOTEAM01")
+    #expect(LintFinding.authentication(certificate, pushType: .location).map(\.code) == [.locationOverCertificate])
+    #expect(LintFinding.authentication(certificate, pushType: .alert).isEmpty)
+    #expect(LintFinding.authentication(AuthSummary(method: .token), pushType: .location).isEmpty)
 }

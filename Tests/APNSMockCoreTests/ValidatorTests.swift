@@ -273,6 +273,23 @@ let validationRows: [ValidationRow] = [
         $0.setBody(#"{"aps":{"alert":"hi","colour":"red"}}"#)
     },
     ValidationRow("lint findings without strict lint", nil) { $0.setBody("not json") },
+    // location "supports only token-based authentication": a finding, refused as Forbidden under strict lint.
+    ValidationRow("location over a certificate", nil) {
+        $0.request.pushType = "location"
+        $0.request.topic = "com.example.app.location-query"
+        $0.context.authenticatedWithCertificate = true
+    },
+    ValidationRow("location over a certificate, strict lint", .forbidden) {
+        $0.request.pushType = "location"
+        $0.request.topic = "com.example.app.location-query"
+        $0.context.authenticatedWithCertificate = true
+        $0.settings.strictLint = true
+    },
+    ValidationRow("location with a token, strict lint", nil) {
+        $0.request.pushType = "location"
+        $0.request.topic = "com.example.app.location-query"
+        $0.settings.strictLint = true
+    },
 
     // device registry
     ValidationRow("registered policy, unknown token", .badDeviceToken) {
@@ -511,11 +528,13 @@ func memoisedValidation(row: ValidationRow) {
         authenticationFailure: Rejection(.invalidProviderToken), devices: DeviceRegistry(policy: .registered))
     context.update(
         environment: .sandbox, allowedTopics: .bundleIDs(["com.example.app"]), certificateTopic: nil,
-        authenticationFailure: nil, devices: DeviceRegistry(entries: [DeviceEntry(token: Scenario.token)]))
+        authenticationFailure: nil, devices: DeviceRegistry(entries: [DeviceEntry(token: Scenario.token)]),
+        authenticatedWithCertificate: true)
     #expect(context.environment == .sandbox)
     #expect(context.allowedTopics == .bundleIDs(["com.example.app"]))
     #expect(context.certificateTopic == nil)
     #expect(context.authenticationFailure == nil)
     #expect(context.devices.policy == .open && !context.devices.isEmpty)
-    #expect(Mirror(reflecting: context).children.count == 5)
+    #expect(context.authenticatedWithCertificate)
+    #expect(Mirror(reflecting: context).children.count == 6)
 }

@@ -56,7 +56,8 @@ final class DeviceAPI: RequestAPI {
         // and destroyed it twice (about 300 instructions).
         state.validation.update(
             environment: environment, allowedTopics: auth.allowedTopics, certificateTopic: auth.certificateTopic.registerCopy(),
-            authenticationFailure: auth.failure, devices: state.devices.refreshed(from: devices))
+            authenticationFailure: auth.failure, devices: state.devices.refreshed(from: devices),
+            authenticatedWithCertificate: state.auth.certificate != nil)
         var decision = validator.validate(request, context: state.validation, memo: &state.memo)
         if decision.acceptedPushType == .liveactivity, case .accepted(var push) = decision,
            let bundleID = push.pushType.bundleID(inTopic: push.topic) {

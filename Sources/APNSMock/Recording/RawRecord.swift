@@ -258,6 +258,7 @@ struct RawRecord: Sendable {
         // A channel-management body is not a notification payload: no payload lint for it.
         var lint = interpreted?.lint ?? (kind == .channel ? [] : validator.lint(request))
         lint += LintFinding.providerToken(auth)
+        lint += LintFinding.authentication(auth, pushType: interpreted?.pushType ?? shape.request.pushType.flatMap(PushType.init(headerValue:)))
         var headers: [String: String] = [:]
         for header in KnownHeader.allCases where header.isRecorded {
             if let value = request[header] { headers[header.name] = value }
