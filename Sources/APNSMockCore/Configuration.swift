@@ -111,8 +111,42 @@ public struct Configuration: Sendable, Equatable {
         /// Serve one of the trust scenarios `certs init` prepares instead of the normal server
         /// certificate (docs/configuration.md).
         public var scenario: TLSScenario = .standard
+        /// More names (DNS names, `*.` wildcards, IP addresses) for the server certificate the mock
+        /// issues itself, besides localhost, apns-mock and Apple's hosts: a cluster's service
+        /// names (`apns-mock.ci.svc.cluster.local`), a container network's alias.
+        public var hosts: [String] = []
 
         public init() {}
+    }
+
+    /// Whether `host` may name a server certificate: an IPv4 or IPv6 address, or a DNS name of
+    /// letters, digits and hyphens in dot-separated labels of 1–63 characters (at most 253 in all),
+    /// no label starting or ending with a hyphen; `*.` may stand first. Returns what is wrong.
+    public static func certificateHostProblem(_ host: String) -> String? {
+        if host.isEmpty { return "an empty name" }
+        if host.contains(":") {
+            // IPv6: hex groups and colons (and an embedded IPv4 tail).
+            let allowed = Set("0123456789abcdefABCDEF:.")
+            let groups = host.split(separator: ":", omittingEmptySubsequences: false).count
+            return host.allSatisfy(allowed.contains) && (3...8).contains(groups) && (groups == 8 || host.contains("::"))
+                ? nil : "not an IPv6 address"
+        }
+        let labels = host.split(separator: ".", omittingEmptySubsequences: false)
+        if labels.count == 4, labels.allSatisfy({ !$0.isEmpty && $0.allSatisfy(\.isNumber) }) {
+            return labels.allSatisfy { Int($0).map { (0...255).contains($0) } ?? false } ? nil : "not an IPv4 address"
+        }
+        guard host.utf8.count <= 253 else { return "longer than 253 characters" }
+        for (index, label) in labels.enumerated() {
+            if index == 0, label == "*", labels.count > 2 { continue }
+            guard (1...63).contains(label.utf8.count) else { return "a label of \(label.utf8.count) characters (1–63)" }
+            let letterOrDigit: (UInt8) -> Bool = { byte in
+                byte.isDecimalDigit || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte | 0x20)
+            }
+            guard label.utf8.allSatisfy({ letterOrDigit($0) || $0 == UInt8(ascii: "-") }),
+                  label.first != "-", label.last != "-"
+            else { return "\"\(label)\" is not a DNS label (letters, digits, inner hyphens)" }
+        }
+        return nil
     }
 
     /// Which server certificate the listeners present, to test what a client trusts.
@@ -553,8 +587,16 @@ extension Configuration {
     }
 
     private static func decodeTLS<N>(_ field: Field<N>) throws(ConfigurationError) -> TLS {
-        let fields = try field.mapping(allowing: ["certificate", "privateKey", "clientCA", "scenario"])
+        let fields = try field.mapping(allowing: ["certificate", "privateKey", "clientCA", "scenario", "hosts"])
         var tls = TLS()
+        if let hosts = fields.optional("hosts") {
+            for (host, hostField) in try hosts.stringList() {
+                if let problem = certificateHostProblem(host) {
+                    throw hostField.error(.invalidValue, "\"\(host.prefix(64))\" cannot name a certificate: \(problem)")
+                }
+                tls.hosts.append(host)
+            }
+        }
         if let value = fields.optional("scenario") { tls.scenario = try value.oneOf(TLSScenario.self) }
         if let value = fields.optional("certificate") { tls.certificate = try value.nonEmptyString() }
         if let value = fields.optional("privateKey") { tls.privateKey = try value.nonEmptyString() }

@@ -157,6 +157,18 @@ public struct EnvironmentVariables: Sendable, Equatable {
             configuration.server.threads = try field.integer(in: Configuration.threadRange)
         },
         Variable(
+            "APNS_MOCK_TLS_HOSTS",
+            "tls.hosts (comma-separated names or addresses the mock's own server certificate adds, e.g. a cluster's service name)"
+        ) { field, configuration throws(ConfigurationError) in
+            let hosts = try field.string().split(separator: ",").map { String($0.filter { $0 != " " }) }.filter { !$0.isEmpty }
+            for host in hosts {
+                if let problem = Configuration.certificateHostProblem(host) {
+                    throw field.error(.invalidValue, "\"\(host.prefix(64))\" cannot name a certificate: \(problem)")
+                }
+            }
+            configuration.tls.hosts = hosts
+        },
+        Variable(
             "APNS_MOCK_ERROR_DISCONNECT_AFTER",
             "server.errorDisconnect.after (Apple's connection penalty; each BadDeviceToken counts once unless the file says otherwise)"
         ) { field, configuration throws(ConfigurationError) in

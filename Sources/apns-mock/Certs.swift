@@ -26,7 +26,7 @@ struct Certs: AsyncParsableCommand {
         func run() async throws {
             let logger = logging.bootstrap()
             let configuration = try ConfigurationFile.load(config, logger: logger)
-            let material = ConfigurationFile.material(for: configuration, directory: dir, extraHosts: hosts)
+            let material = ConfigurationFile.material(for: configuration, directory: dir, extraHosts: configuration.tls.hosts + hosts)
             let written = try material.ensure(logger: logger)
             if written.isEmpty {
                 Console.line("everything in \(material.directory) already exists; nothing written")

@@ -127,7 +127,7 @@ struct Serve: AsyncParsableCommand {
             throw ExitCode(2)
         }
 
-        let material = ConfigurationFile.material(for: file, directory: certs)
+        let material = ConfigurationFile.material(for: file, directory: certs, extraHosts: file.tls.hosts)
         server.caCertificatePaths = [material.caPath]
         do {
             try material.ensure(logger: logger, tokenKeys: .atDefaultPaths)

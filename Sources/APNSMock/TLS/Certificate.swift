@@ -32,6 +32,23 @@ final class Certificate {
             PEM_write_bio_X509(bio, pointer)
         }
     }
+
+    /// Which of `hosts` (names, `*.` wildcards, IP addresses) the certificate does not name, each
+    /// compared as written (a wildcard entry must be in the certificate as that wildcard).
+    func missingNames(_ hosts: [String]) -> [String] {
+        hosts.filter { host in
+            let isAddress = host.contains(":") || host.allSatisfy { $0.isNumber || $0 == "." }
+            if isAddress {
+                return X509_check_ip_asc(pointer, host, 0) != 1
+            }
+            return X509_check_host(pointer, host, host.utf8.count, UInt32(X509_CHECK_FLAG_NO_WILDCARDS), nil) != 1
+        }
+    }
+
+    /// Whether `issuer` issued this certificate (its name and key).
+    func isIssued(by issuer: Certificate) -> Bool {
+        X509_check_issued(issuer.pointer, pointer) == X509_V_OK
+    }
 }
 
 /// What a certificate to be issued says about itself.

@@ -36,6 +36,7 @@ public struct TestCertificates: Sendable {
         "localhost", "apns-mock", "api.push.apple.com", "api.sandbox.push.apple.com",
         "api.development.push.apple.com", "api-manage-broadcast.push.apple.com",
         "api-manage-broadcast.sandbox.push.apple.com", "api-broadcast.sandbox.push.apple.com",
+        "api-broadcast.push.apple.com",
     ]
     public static let defaultIPAddresses = ["127.0.0.1", "::1"]
 
@@ -120,7 +121,7 @@ public struct TestCertificates: Sendable {
             ca = (certificate, key)
         }
 
-        written += try issueServer(.standard, kind: serverKind, issuer: ca)
+        written += try issueServer(.standard, kind: serverKind, issuer: ca, logger: logger)
         written += try ensureTrustScenarios(ca: ca)
 
         for app in apps {
@@ -170,11 +171,23 @@ public struct TestCertificates: Sendable {
     /// paths written. `chain` follows the certificate in its file.
     private func issueServer(
         _ scenario: Configuration.TLSScenario, kind: CertificateRequest.Kind, validFromDays: Int = 0, validDays: Int = 825,
-        issuer: (certificate: Certificate, key: ECKey), chain: [Certificate] = []
+        issuer: (certificate: Certificate, key: ECKey), chain: [Certificate] = [], logger: Logger? = nil
     ) throws -> [String] {
         let paths = serverPaths(for: scenario)
         let files = FileManager.default
-        if files.fileExists(atPath: paths.certificate), files.fileExists(atPath: paths.key) { return [] }
+        if files.fileExists(atPath: paths.certificate), files.fileExists(atPath: paths.key) {
+            // The mock's own server certificate is issued again when it lacks a name it should
+            // carry now (`tls.hosts`, a default name added since); one it did not issue is the
+            // user's and never touched.
+            guard scenario == .standard, case .server(let names, let addresses) = kind,
+                  let existing = try? Certificate.read(pem: String(contentsOfFile: paths.certificate, encoding: .utf8)),
+                  existing.isIssued(by: issuer.certificate)
+            else { return [] }
+            let missing = existing.missingNames(names + addresses)
+            guard !missing.isEmpty else { return [] }
+            logger?.info(
+                "issuing \(paths.certificate) again: the mock's own server certificate lacks \(missing.joined(separator: ", "))")
+        }
         let key = try ECKey.generateP256()
         let commonName = scenario == .standard ? "apns-mock" : "apns-mock \(scenario.rawValue)"
         let certificate = try CertificateIssuer.issue(
