@@ -62,34 +62,69 @@ final class ThrottledWarning: Sendable {
         var count: UInt64 = 0
         var reported: UInt64 = 0
         var lastReport: NIODeadline?
+        /// Occurrences came after the last report: a report is due when its interval ends.
+        var flushScheduled = false
+        var pendingMetadata: Logger.Metadata = [:]
     }
 
     static let reportInterval: TimeAmount = .seconds(10)
+    private let interval: TimeAmount
 
-    init(_ message: Logger.Message, logger: Logger) {
+    init(_ message: Logger.Message, logger: Logger, interval: TimeAmount = ThrottledWarning.reportInterval) {
         self.message = message
         self.logger = logger
+        self.interval = interval
     }
 
     /// Occurrences so far.
     var count: UInt64 { state.withLock { $0.count } }
 
-    /// Counts one occurrence; logs `message` with `metadata` and the count since the last report
-    /// (`"count"`) when a report is due.
+    /// Counts one occurrence. The first after a quiet interval is logged at once (`"count": 1`);
+    /// the ones after it within ``reportInterval`` are counted and logged together when that
+    /// interval ends (not at the next occurrence, which may never come).
     func note(_ metadata: @autoclosure () -> Logger.Metadata) {
         let now = NIODeadline.now()
-        let report: UInt64? = state.withLock { state in
+        enum Step { case report(UInt64), schedule(TimeAmount), nothing }
+        let step: Step = state.withLock { state in
             state.count += 1
-            if let last = state.lastReport, now - last < Self.reportInterval { return nil }
+            if let last = state.lastReport, now - last < interval {
+                guard !state.flushScheduled else { return .nothing }
+                state.flushScheduled = true
+                state.pendingMetadata = metadata()
+                return .schedule(interval - (now - last))
+            }
             state.lastReport = now
             defer { state.reported = state.count }
-            return state.count - state.reported
+            return .report(state.count - state.reported)
         }
-        if let report {
-            var metadata = metadata()
-            metadata["count"] = "\(report)"
-            logger.warning(message, metadata: metadata)
+        switch step {
+        case .report(let count):
+            var fields = metadata()
+            fields["count"] = "\(count)"
+            logger.warning(message, metadata: fields)
+        case .schedule(let delay):
+            Task { [self] in
+                try? await Task.sleep(nanoseconds: UInt64(max(0, delay.nanoseconds)))
+                flush()
+            }
+        case .nothing:
+            break
         }
+    }
+
+    /// Logs what was counted since the last report (the end of an interval).
+    private func flush() {
+        let (count, metadata) = state.withLock { state -> (UInt64, Logger.Metadata) in
+            state.flushScheduled = false
+            let count = state.count - state.reported
+            state.reported = state.count
+            if count > 0 { state.lastReport = NIODeadline.now() }
+            return (count, state.pendingMetadata)
+        }
+        guard count > 0 else { return }
+        var fields = metadata
+        fields["count"] = "\(count)"
+        logger.warning(message, metadata: fields)
     }
 }
 
