@@ -29,7 +29,7 @@ def push_with_aioapns(mock, key_pem, device, alert):
     return asyncio.run(asyncio.wait_for(send(), timeout=30))
 
 
-def test_demo_team_out_of_the_box(docker_host, image):
+def test_demo_team_out_of_the_box(engine, image):
     device = "d1" * 32
     with ApnsMockContainer(image) as mock:
         assert mock.team_id == "DEMOTEAM01" and mock.key_id == "DEMOKEY001"
@@ -52,7 +52,7 @@ def test_demo_team_out_of_the_box(docker_host, image):
         assert all(record["status"] == 200 and record["auth"]["teamId"] == "DEMOTEAM01" for record in records)
 
 
-def test_own_team_and_key(docker_host, image):
+def test_own_team_and_key(engine, image):
     key = ec.generate_private_key(ec.SECP256R1())
     pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                             serialization.NoEncryption()).decode()
