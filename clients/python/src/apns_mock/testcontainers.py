@@ -37,8 +37,12 @@ import urllib.request
 from typing import Iterable, List, Optional, Tuple
 from urllib.parse import quote, urlparse
 
-from testcontainers.core.config import ConnectionMode
 from testcontainers.core.config import testcontainers_config as _config
+
+try:  # testcontainers 4.8 and later choose how to reach a container's ports ("connection mode")
+    from testcontainers.core.config import ConnectionMode
+except ImportError:  # earlier ones always use the engine's host
+    ConnectionMode = None
 from testcontainers.core.container import DockerContainer
 
 __all__ = ["ApnsMockContainer", "ApnsMockNotReady", "EngineNotFound", "Engine", "find_engine"]
@@ -179,7 +183,7 @@ _engine_lock = threading.Lock()
 
 
 def _user_set_ryuk() -> bool:
-    return "TESTCONTAINERS_RYUK_DISABLED" in os.environ or "ryuk.disabled" in _config.tc_properties
+    return "TESTCONTAINERS_RYUK_DISABLED" in os.environ or "ryuk.disabled" in (getattr(_config, "tc_properties", None) or {})
 
 
 def _configure_engine() -> Engine:
@@ -195,9 +199,9 @@ def _configure_engine() -> Engine:
             if engine.podman:
                 # podman serves the ports it maps on this machine; Testcontainers' guesses for a
                 # process inside a container (the bridge's or the gateway's address) do not apply.
-                if _config.connection_mode_override is None:
+                if ConnectionMode is not None and getattr(_config, "connection_mode_override", None) is None:
                     _config.connection_mode_override = ConnectionMode.docker_host
-                if not _config.tc_host_override:
+                if not getattr(_config, "tc_host_override", None):
                     _config.tc_host_override = "127.0.0.1"
             _engine = engine
         return _engine
