@@ -1,6 +1,5 @@
 'use strict';
 // Push with Node's http2 (as node-apn does), then ask apns-mock what it received.
-require('../test/one-at-a-time'); // this suite's test files share one mock: one file at a time
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const crypto = require('node:crypto');

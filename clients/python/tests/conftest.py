@@ -1,9 +1,12 @@
-"""Fixtures: a Docker-compatible socket served by podman when no Docker engine is configured.
+"""Fixtures: a container engine for the Testcontainers tests, found as a user's engine is found.
 
-The suite runs where Debian's podman is the only container engine (no Docker daemon): the
-`docker_host` fixture starts `podman system service` on a socket of its own for the session and
-points testcontainers at it (Ryuk off: podman removes nothing by itself, the tests stop what they
-start). With DOCKER_HOST already set, that engine is used as it is.
+The Testcontainers module finds the engine by itself (DOCKER_HOST; else Docker's socket; else
+podman's rootful or rootless socket) and sets what podman needs (no Ryuk, the mapped ports on
+127.0.0.1): nothing here configures Testcontainers. Where no engine answers and podman is
+installed (this project's CI: Debian's podman, no Docker daemon), the `engine` fixture does what a
+podman user does to get a socket, `podman system service`, at podman's rootless place
+($XDG_RUNTIME_DIR/podman/podman.sock, XDG_RUNTIME_DIR a directory of its own for the session),
+and the module finds it there.
 """
 
 import os
@@ -14,40 +17,45 @@ import time
 
 import pytest
 
-# Read by testcontainers when it is imported: no Ryuk (its image comes from a registry), and the
-# engine's own address for the containers' ports.
-os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
-os.environ.setdefault("TESTCONTAINERS_CONNECTION_MODE", "docker_host")
-
 
 @pytest.fixture(scope="session")
-def docker_host():
-    if os.environ.get("DOCKER_HOST"):
-        yield os.environ["DOCKER_HOST"]
+def engine():
+    from apns_mock.testcontainers import EngineNotFound, find_engine
+
+    try:
+        yield find_engine()
         return
-    if shutil.which("podman") is None:
-        pytest.fail("no DOCKER_HOST and no podman: run scripts/image, which installs podman")
-    directory = tempfile.mkdtemp(prefix="apns-mock-podman-")
-    socket = os.path.join(directory, "docker.sock")
+    except EngineNotFound as error:
+        if os.environ.get("DOCKER_HOST"):
+            pytest.fail(str(error))  # the engine the user named does not answer: nothing to start
+        if shutil.which("podman") is None:
+            pytest.fail(f"{error} (or run scripts/image, which installs podman)")
+    runtime = tempfile.mkdtemp(prefix="apns-mock-runtime-")
+    socket = os.path.join(runtime, "podman", "podman.sock")
+    os.makedirs(os.path.dirname(socket))
     service = subprocess.Popen(
         ["podman", "system", "service", "--time=0", f"unix://{socket}"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    previous = os.environ.get("XDG_RUNTIME_DIR")
     try:
         deadline = time.monotonic() + 20
         while not os.path.exists(socket):
             if time.monotonic() > deadline or service.poll() is not None:
                 pytest.fail("podman system service did not start")
             time.sleep(0.1)
-        os.environ["DOCKER_HOST"] = f"unix://{socket}"
-        yield os.environ["DOCKER_HOST"]
+        os.environ["XDG_RUNTIME_DIR"] = runtime
+        yield find_engine()
     finally:
-        os.environ.pop("DOCKER_HOST", None)
+        if previous is None:
+            os.environ.pop("XDG_RUNTIME_DIR", None)
+        else:
+            os.environ["XDG_RUNTIME_DIR"] = previous
         service.terminate()
         try:
             service.wait(timeout=10)
         except subprocess.TimeoutExpired:
             service.kill()
-        shutil.rmtree(directory, ignore_errors=True)
+        shutil.rmtree(runtime, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

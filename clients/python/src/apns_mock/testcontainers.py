@@ -9,21 +9,43 @@
 The container runs the image's own unprivileged user with the default capabilities; it is
 configured by APNS_MOCK_* variables only (the project's docs/configuration.md lists them), and
 ready once GET /v1/health answers 200 (every listener bound).
+
+The engine is found as Docker's clients find it, and podman's socket too, with nothing to set:
+DOCKER_HOST when it is set (and then only it); else the first of /var/run/docker.sock, podman's
+rootful /run/podman/podman.sock and rootless $XDG_RUNTIME_DIR/podman/podman.sock that answers.
+With podman, or where the Ryuk image (which Testcontainers pulls from Docker Hub to remove
+containers left behind) is not present locally, Ryuk is turned off unless
+TESTCONTAINERS_RYUK_DISABLED (or ryuk.disabled in ~/.testcontainers.properties) says otherwise:
+the container is removed when the ``with`` block ends, or at the latest when Python exits. With
+podman the mapped ports are reached on 127.0.0.1 (TESTCONTAINERS_CONNECTION_MODE and TC_HOST,
+when set, are left as they are). When no engine answers, :class:`EngineNotFound` says in one
+line what to set, within seconds.
 """
 
 from __future__ import annotations
 
+import atexit
+import http.client
 import json
 import os
+import socket
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
-from typing import Iterable, Optional
+from typing import Iterable, List, Optional, Tuple
+from urllib.parse import quote, urlparse
 
+from testcontainers.core.config import testcontainers_config as _config
+
+try:  # testcontainers 4.8 and later choose how to reach a container's ports ("connection mode")
+    from testcontainers.core.config import ConnectionMode
+except ImportError:  # earlier ones always use the engine's host
+    ConnectionMode = None
 from testcontainers.core.container import DockerContainer
 
-__all__ = ["ApnsMockContainer", "ApnsMockNotReady"]
+__all__ = ["ApnsMockContainer", "ApnsMockNotReady", "EngineNotFound", "Engine", "find_engine"]
 
 DEMO_TEAM_ID = "DEMOTEAM01"
 DEMO_KEY_ID = "DEMOKEY001"
@@ -33,6 +55,169 @@ CERTS = "/var/lib/apns-mock/certs"
 
 class ApnsMockNotReady(RuntimeError):
     """The container did not turn healthy in time; the message has its last answer and its log."""
+
+
+class EngineNotFound(RuntimeError):
+    """No container engine answered: the message (one line) says where it looked and what to set."""
+
+
+# Where engines listen when DOCKER_HOST is not set, in the order they are tried.
+DOCKER_SOCKET = "/var/run/docker.sock"
+PODMAN_ROOTFUL_SOCKET = "/run/podman/podman.sock"
+PROBE_TIMEOUT = 3.0
+
+
+class Engine:
+    """The engine :func:`find_engine` found: ``docker_host`` (``unix://…`` or ``tcp://…``), whether
+    it is ``podman``, and whether the Ryuk image is present in it."""
+
+    def __init__(self, docker_host: str, podman: bool, ryuk_image_present: bool) -> None:
+        self.docker_host = docker_host
+        self.podman = podman
+        self.ryuk_image_present = ryuk_image_present
+
+    def __repr__(self) -> str:
+        return f"Engine({self.docker_host!r}, podman={self.podman}, ryuk_image_present={self.ryuk_image_present})"
+
+
+class _UnixConnection(http.client.HTTPConnection):
+    def __init__(self, path: str, timeout: float) -> None:
+        super().__init__("localhost", timeout=timeout)
+        self._path = path
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        try:
+            sock.connect(self._path)
+        except OSError:
+            sock.close()
+            raise
+        self.sock = sock
+
+
+def _engine_get(docker_host: str, path: str, timeout: float) -> Tuple[int, bytes]:
+    """One GET to the engine's API at ``docker_host`` (unix:// or tcp://), bounded by ``timeout``."""
+    parsed = urlparse(docker_host)
+    if parsed.scheme == "unix":
+        connection: http.client.HTTPConnection = _UnixConnection(parsed.path, timeout)
+    elif parsed.scheme in ("tcp", "http"):
+        connection = http.client.HTTPConnection(parsed.hostname or "localhost", parsed.port or 2375, timeout=timeout)
+    else:
+        raise ValueError(f"cannot probe {docker_host}")
+    try:
+        connection.request("GET", path)
+        response = connection.getresponse()
+        return response.status, response.read()
+    finally:
+        connection.close()
+
+
+def _probe(docker_host: str, timeout: float) -> Optional[str]:
+    """None when the engine at ``docker_host`` answers ``GET /_ping``, else why not."""
+    try:
+        status, body = _engine_get(docker_host, "/_ping", timeout)
+    except socket.timeout:
+        return f"no answer in {timeout:g} s"
+    except OSError as error:
+        return error.strerror or str(error)
+    except http.client.HTTPException as error:
+        return f"not an engine's API ({error.__class__.__name__})"
+    return None if status == 200 else f"GET /_ping answered {status}"
+
+
+def _candidates() -> List[str]:
+    sockets = [DOCKER_SOCKET, PODMAN_ROOTFUL_SOCKET]
+    runtime = os.environ.get("XDG_RUNTIME_DIR") or f"/run/user/{os.getuid()}"
+    sockets.append(os.path.join(runtime, "podman", "podman.sock"))
+    return sockets
+
+
+def find_engine(timeout: float = PROBE_TIMEOUT) -> Engine:
+    """The container engine to use, probed (each candidate gets ``timeout`` seconds): DOCKER_HOST
+    when set, else the first of the Docker socket, podman's rootful socket and podman's rootless
+    socket that answers. Raises :class:`EngineNotFound` with one line saying what to set."""
+    docker_host = os.environ.get("DOCKER_HOST")
+    if docker_host:
+        if urlparse(docker_host).scheme in ("unix", "tcp", "http"):
+            problem = _probe(docker_host, timeout)
+            if problem:
+                raise EngineNotFound(
+                    f"DOCKER_HOST={docker_host} does not answer ({problem}): start that engine, "
+                    "or set DOCKER_HOST to one that answers (unset it to use /var/run/docker.sock or podman's socket)")
+        return _describe(docker_host, timeout)
+    tried = []
+    for path in _candidates():
+        if not os.path.exists(path):
+            tried.append(f"{path} (absent)")
+            continue
+        problem = _probe(f"unix://{path}", timeout)
+        if problem is None:
+            return _describe(f"unix://{path}", timeout)
+        tried.append(f"{path} ({problem})")
+    raise EngineNotFound(
+        "no container engine answers at " + ", ".join(tried) + ": start Docker, or podman's socket "
+        "(`systemctl --user start podman.socket`; as root `systemctl start podman.socket` or "
+        "`podman system service --time=0 &`), or set DOCKER_HOST (e.g. unix:///path/to/engine.sock)")
+
+
+def _describe(docker_host: str, timeout: float) -> Engine:
+    podman = False
+    ryuk_present = True
+    try:
+        status, body = _engine_get(docker_host, "/version", timeout)
+        if status == 200:
+            version = json.loads(body)
+            names = [(version.get("Platform") or {}).get("Name", "")]
+            names += [component.get("Name", "") for component in version.get("Components") or []]
+            podman = any("podman" in name.lower() for name in names)
+        status, _ = _engine_get(docker_host, "/images/" + quote(_config.ryuk_image, safe="") + "/json", timeout)
+        ryuk_present = status == 200
+    except (OSError, ValueError, http.client.HTTPException):
+        pass  # an engine reached another way (ssh://…): Testcontainers' own defaults
+    return Engine(docker_host, podman, ryuk_present)
+
+
+_engine: Optional[Engine] = None
+_engine_lock = threading.Lock()
+
+
+def _user_set_ryuk() -> bool:
+    return "TESTCONTAINERS_RYUK_DISABLED" in os.environ or "ryuk.disabled" in (getattr(_config, "tc_properties", None) or {})
+
+
+def _configure_engine() -> Engine:
+    """Finds the engine once per process and sets what Testcontainers needs for it."""
+    global _engine
+    with _engine_lock:
+        if _engine is None:
+            engine = find_engine()
+            # Testcontainers' client reads DOCKER_HOST (and sets it itself when it finds one).
+            os.environ["DOCKER_HOST"] = engine.docker_host
+            if not _user_set_ryuk() and (engine.podman or not engine.ryuk_image_present):
+                _config.ryuk_disabled = True
+            if engine.podman:
+                # podman serves the ports it maps on this machine; Testcontainers' guesses for a
+                # process inside a container (the bridge's or the gateway's address) do not apply.
+                if ConnectionMode is not None and getattr(_config, "connection_mode_override", None) is None:
+                    _config.connection_mode_override = ConnectionMode.docker_host
+                if not getattr(_config, "tc_host_override", None):
+                    _config.tc_host_override = "127.0.0.1"
+            _engine = engine
+        return _engine
+
+
+# Containers started and not stopped yet: removed when Python exits (Ryuk's work when it is off).
+_running: "set[ApnsMockContainer]" = set()
+
+
+@atexit.register
+def _remove_left_behind() -> None:
+    for container in list(_running):
+        try:
+            container.stop()
+        except Exception:
+            pass
 
 
 class ApnsMockContainer(DockerContainer):
@@ -54,6 +239,7 @@ class ApnsMockContainer(DockerContainer):
         startup_timeout: float = 60.0,
         **kwargs,
     ) -> None:
+        self.engine = _configure_engine()
         super().__init__(image, **kwargs)
         self.with_exposed_ports(self.APNS_PORT, self.ADMIN_PORT, self.BROADCAST_SANDBOX_PORT, self.BROADCAST_PRODUCTION_PORT)
         # Tests reach the mock through its mapped 2197; its 443 serves compose networks, and an
@@ -82,15 +268,22 @@ class ApnsMockContainer(DockerContainer):
     # Lifecycle
 
     def start(self) -> "ApnsMockContainer":
-        super().start()
-        self._wait_until_healthy()
+        _running.add(self)
+        try:
+            super().start()
+            self._wait_until_healthy()
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def stop(self, force: bool = True, delete_volume: bool = True) -> None:
+        _running.discard(self)
         if self._ca_directory is not None:
             self._ca_directory.cleanup()
             self._ca_directory = None
-        super().stop(force=force, delete_volume=delete_volume)
+        if self._container is not None:
+            super().stop(force=force, delete_volume=delete_volume)
 
     def _wait_until_healthy(self) -> None:
         deadline = time.monotonic() + self.startup_timeout
