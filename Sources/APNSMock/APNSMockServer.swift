@@ -88,10 +88,20 @@ public struct APNSMockServer: Sendable {
             expected: tlsListeners + (proxy.map { [$0] } ?? []), gracePeriod: configuration.shutdownGracePeriod,
             onListening: onListening)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.threads))
-        // Listed after the event loops and before the listeners: it stops after the listeners,
-        // so its last summary counts every request they answered.
+        let api = AdminAPI(
+            state: state, validator: routes.validator,
+            knownApps: configuration.allowedTopics == .any ? nil : Set(configuration.teams.flatMap(\.apps)),
+            maxConcurrentStreams: Int(configuration.http2.maxConcurrentStreams),
+            token: configuration.admin.token,
+            caCertificatePEM: Self.caCertificatePEM(configuration),
+            health: { [board] in board.health })
+        // The order is the shutdown order reversed (docs/architecture.md, "Lifecycle"): the
+        // listeners of pushes first, then the admin listener (it answers `/v1/health` 503
+        // `stopping`, queries and event streams while the connections drain), the rejection
+        // summary (its last line counts every request answered), the event loops last.
         var services: [any Service] = [
             EventLoopService(group: group), RejectionSummaryService(statistics: state.statistics, logger: logger),
+            AdminListenerService(api: api, settings: configuration.admin, board: board, logger: logger),
         ]
         for (index, address) in tlsListeners.enumerated() {
             services.append(TLSListenerService(
@@ -103,14 +113,6 @@ public struct APNSMockServer: Sendable {
                 index: tlsListeners.count, settings: configuration.proxy, port: proxy.port, group: group,
                 memory: state.memory, board: board, logger: logger))
         }
-        let api = AdminAPI(
-            state: state, validator: routes.validator,
-            knownApps: configuration.allowedTopics == .any ? nil : Set(configuration.teams.flatMap(\.apps)),
-            maxConcurrentStreams: Int(configuration.http2.maxConcurrentStreams),
-            token: configuration.admin.token,
-            caCertificatePEM: Self.caCertificatePEM(configuration),
-            health: { [board] in board.health })
-        services.append(AdminListenerService(api: api, settings: configuration.admin, board: board, logger: logger))
         return Assembly(board: board, state: state, services: services)
     }
 }

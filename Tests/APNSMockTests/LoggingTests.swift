@@ -60,3 +60,32 @@ struct LoggingTests {
         }
     }
 }
+
+/// A clean shutdown with an answer held past the grace period: `/v1/health` answers 503
+/// `stopping` while the connections drain (the admin listener closes last), and no task is
+/// scheduled on an event loop that has shut down (SwiftNIO warns, and will crash, on that).
+@Suite("Shutdown", .timeLimit(.minutes(2)))
+struct ShutdownTests {
+    @Test func healthSaysStoppingAndNothingIsScheduledOnAStoppedLoop() async throws {
+        let yaml = "server: { shutdownGracePeriod: 2 }\nfaults: [{ action: hang }]\n"
+        try await ServerProcess.withRunning(yaml: yaml) { server in
+            let client = try await Hostile.tlsClient(server)
+            try await client.send(H2.preface + H2.settings() + H2.request(stream: 1, token: Pushes.token, body: Pushes.body))
+            _ = try await server.admin.wait(RecordQuery(outcome: .all), count: 1, timeout: 10)
+            kill(server.pid, SIGTERM)
+            var statuses: [String] = []
+            let deadline = ContinuousClock.now + .seconds(15)
+            while server.isAlive, ContinuousClock.now < deadline {
+                if let health = try? await server.admin.request("GET", "/v1/health") {
+                    statuses.append("\(health.status) \(String(decoding: health.body, as: UTF8.self).contains("stopping") ? "stopping" : "")")
+                }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            #expect(statuses.contains("503 stopping"), "health during the shutdown: \(statuses)")
+            #expect(!server.isAlive)
+            #expect(!server.log.contains("Cannot schedule tasks"), "\(server.log.suffix(1500))")
+            #expect(server.log.contains("grace period over"))
+            await client.close()
+        }
+    }
+}

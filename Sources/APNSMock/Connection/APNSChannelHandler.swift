@@ -170,6 +170,12 @@ final class APNSChannelHandler: ChannelDuplexHandler {
         closing = true
         check?.cancel()
         let channel = context.channel
+        guard channel.isActive else {
+            // Already closed (the event loops closing every channel at the end of a shutdown):
+            // nothing to flush, and no timer may be scheduled on a loop that is going away.
+            channel.close(promise: nil)
+            return
+        }
         let promise = context.eventLoop.makePromise(of: Void.self)
         var buffer = channel.allocator.buffer(capacity: 0)
         connection.produceOutput(into: &buffer, budget: Self.outputBudget)
@@ -202,6 +208,7 @@ final class APNSChannelHandler: ChannelDuplexHandler {
 
     private func scheduleCheck(context: ChannelHandlerContext, at deadline: NIODeadline) {
         check?.cancel()
+        guard !closing else { return }
         checkDeadline = deadline
         let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         check = context.eventLoop.scheduleTask(deadline: deadline) {

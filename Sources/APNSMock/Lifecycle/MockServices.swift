@@ -10,9 +10,10 @@ import ServiceLifecycle
 // The running mock as peer services of one service group (docs/architecture.md, "Lifecycle"):
 // the event loops, each TLS listener, the CONNECT proxy and the admin listener. A service group
 // shuts its services down in reverse order, one after the other, so the order they are listed in
-// (``APNSMockServer/services()``) is the order they stop in, reversed: the admin listener first
-// (waiters and event streams answer), then the proxy, then each TLS listener (GOAWAY, drain within
-// one grace period shared by all), and the event loops last.
+// (``APNSMockServer/services()``) is the order they stop in, reversed: the proxy first, then each
+// TLS listener (GOAWAY, drain within one grace period shared by all), then the admin listener
+// (`/v1/health` says `stopping` meanwhile; waiters and event streams answer as it stops), and the
+// event loops last.
 
 /// The event loops every listener runs on: shut down last, once every listener has stopped.
 struct EventLoopService: Service {
