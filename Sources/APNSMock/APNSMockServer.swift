@@ -105,7 +105,8 @@ public struct APNSMockServer: Sendable {
             maxConcurrentStreams: Int(configuration.http2.maxConcurrentStreams),
             token: configuration.admin.token,
             caCertificatePEM: Self.caCertificatePEM(configuration),
-            health: { [board] in board.health })
+            health: { [board] in board.health },
+            access: AdminAccessPolicy(configuration.admin))
         services.append(AdminListenerService(api: api, settings: configuration.admin, board: board, logger: logger))
         return Assembly(board: board, state: state, services: services)
     }

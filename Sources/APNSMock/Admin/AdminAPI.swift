@@ -20,6 +20,8 @@ struct AdminAPI: Sendable {
     let caCertificatePEM: String?
     /// Whether every listener is up, for `/v1/health` and `/healthz`.
     let health: @Sendable () -> ListenerHealth
+    /// Who may use the API from a browser (``AdminBrowserGuardMiddleware``).
+    var access = AdminAccessPolicy()
     /// The open `/v1/events` streams (their number is bounded).
     let eventStreams = EventStreams()
 
@@ -33,6 +35,8 @@ struct AdminAPI: Sendable {
     func router() -> Router<Context> {
         let router = Router(context: Context.self)
         let api = self
+        // Outermost, so that its CORS headers are also on the answers the error middleware makes.
+        router.add(middleware: AdminBrowserGuardMiddleware(policy: access))
         router.add(middleware: AdminErrorMiddleware())
         router.add(middleware: BearerTokenMiddleware(token: token))
         router.get("/healthz") { _, _ in
