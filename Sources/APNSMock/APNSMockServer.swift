@@ -94,7 +94,8 @@ public struct APNSMockServer: Sendable {
             maxConcurrentStreams: Int(configuration.http2.maxConcurrentStreams),
             token: configuration.admin.token,
             caCertificatePEM: Self.caCertificatePEM(configuration),
-            health: { [board] in board.health })
+            health: { [board] in board.health },
+            access: AdminAccessPolicy(configuration.admin))
         // The order is the shutdown order reversed (docs/architecture.md, "Lifecycle"): the
         // listeners of pushes first, then the admin listener (it answers `/v1/health` 503
         // `stopping`, queries and event streams while the connections drain), the rejection

@@ -197,8 +197,19 @@ public struct ListenerBindError: Error, CustomStringConvertible {
         self.underlying = underlying
     }
 
+    /// The command-line option and variable that set each listener's port besides the file.
+    static let otherSpellings: [String: String] = [
+        "server.port": "--port or APNS_MOCK_PORT",
+        "server.additionalPorts": "--additional-port or APNS_MOCK_ADDITIONAL_PORTS",
+        "admin.port": "--admin-port or APNS_MOCK_ADMIN_PORT",
+        "broadcast.sandboxPort": "--broadcast-sandbox-port or APNS_MOCK_BROADCAST_SANDBOX_PORT",
+        "broadcast.productionPort": "--broadcast-production-port or APNS_MOCK_BROADCAST_PRODUCTION_PORT",
+        "proxy.port": "--proxy-port or APNS_MOCK_PROXY_PORT",
+    ]
+
     public var description: String {
-        var text = "cannot listen on \(host):\(port) (\(setting), the \(listener) listener): \(underlying)"
+        let spellings = Self.otherSpellings[setting].map { ", \($0)" } ?? ""
+        var text = "cannot listen on \(host):\(port) (\(setting)\(spellings), the \(listener) listener): \(underlying)"
         switch (underlying as? IOError)?.errnoCode {
         case EACCES where port > 0 && port < 1024:
             text += ". Ports below 1024 need net.ipv4.ip_unprivileged_port_start at or below \(port): Docker sets it to 0 in"

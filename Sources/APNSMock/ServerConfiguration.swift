@@ -143,6 +143,11 @@ public struct AdminSettings: Sendable {
     public var responseTimeout: TimeAmount
     /// A connection with no request in progress is closed after this.
     public var idleTimeout: TimeAmount
+    /// Origins besides the listener's own and loopback's whose pages may use the API
+    /// (`scheme://host[:port]`, as browsers send them).
+    public var allowedOrigins: [String]
+    /// Names a request's `Host` may give besides the mock's own; `*`: any.
+    public var allowedHosts: [String]
 
     public init(_ admin: Configuration.Admin) {
         host = admin.host
@@ -152,5 +157,7 @@ public struct AdminSettings: Sendable {
         requestTimeout = .seconds(Int64(admin.requestTimeout))
         responseTimeout = .seconds(Int64(admin.responseTimeout))
         idleTimeout = .seconds(Int64(admin.idleTimeout))
+        allowedOrigins = admin.allowedOrigins
+        allowedHosts = admin.allowedHosts
     }
 }

@@ -83,6 +83,12 @@ public struct Configuration: Sendable, Equatable {
         public var responseTimeout = 30
         /// Seconds a connection may stay open between requests.
         public var idleTimeout = 60
+        /// Origins (`scheme://host[:port]`, as browsers send them) whose pages may use the admin
+        /// API besides the listener's own and loopback origins (docs/admin-api.md, "Browsers and
+        /// the admin API").
+        public var allowedOrigins: [String] = []
+        /// Names (or addresses) a request's `Host` may give besides the mock's own; `*`: any.
+        public var allowedHosts: [String] = []
 
         public static let defaultMaxConnections = 4096
 
@@ -569,6 +575,7 @@ extension Configuration {
     private static func decodeAdmin<N>(_ field: Field<N>, server: Server) throws(ConfigurationError) -> Admin {
         let fields = try field.mapping(allowing: [
             "host", "port", "token", "maxConnections", "requestTimeout", "responseTimeout", "idleTimeout",
+            "allowedOrigins", "allowedHosts",
         ])
         var admin = Admin()
         if let host = fields.optional("host") { admin.host = try host.nonEmptyString() }
@@ -578,7 +585,9 @@ extension Configuration {
                 throw port.error(.contradiction, "the admin listener cannot share \(admin.host):\(admin.port) with server")
             }
         }
-        if let token = fields.optional("token") { admin.token = try token.nonEmptyString() }
+        if let token = fields.optional("token") { admin.token = try adminToken(token) }
+        if let origins = fields.optional("allowedOrigins") { admin.allowedOrigins = try allowedOrigins(origins) }
+        if let hosts = fields.optional("allowedHosts") { admin.allowedHosts = try allowedHosts(hosts) }
         if let limit = fields.optional("maxConnections") { admin.maxConnections = try limit.integer(in: connectionRange) }
         if let timeout = fields.optional("requestTimeout") { admin.requestTimeout = try timeout.integer(in: timeoutRange) }
         if let timeout = fields.optional("responseTimeout") { admin.responseTimeout = try timeout.integer(in: timeoutRange) }

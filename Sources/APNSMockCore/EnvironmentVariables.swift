@@ -59,7 +59,15 @@ public struct EnvironmentVariables: Sendable, Equatable {
             configuration.admin.port = try field.integer(in: Configuration.portRange)
         },
         Variable("APNS_MOCK_ADMIN_TOKEN", "admin.token") { field, configuration throws(ConfigurationError) in
-            configuration.admin.token = try field.nonEmptyString()
+            configuration.admin.token = try Configuration.adminToken(field)
+        },
+        Variable("APNS_MOCK_ADMIN_ALLOWED_ORIGINS", "admin.allowedOrigins (comma-separated origins)") {
+            field, configuration throws(ConfigurationError) in
+            configuration.admin.allowedOrigins = try Configuration.allowedOrigins(field)
+        },
+        Variable("APNS_MOCK_ADMIN_ALLOWED_HOSTS", "admin.allowedHosts (comma-separated names or addresses; * for any)") {
+            field, configuration throws(ConfigurationError) in
+            configuration.admin.allowedHosts = try Configuration.allowedHosts(field)
         },
         Variable("APNS_MOCK_BROADCAST_HOST", "broadcast.host") { field, configuration throws(ConfigurationError) in
             configuration.broadcast.host = try field.nonEmptyString()

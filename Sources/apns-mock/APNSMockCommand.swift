@@ -6,6 +6,9 @@ import ArgumentParser
 import Foundation
 import Logging
 import ServiceLifecycle
+#if canImport(Glibc)
+import Glibc
+#endif
 
 @main
 struct APNSMockCommand: AsyncParsableCommand {
@@ -24,16 +27,54 @@ extension Configuration.TLSScenario: ExpressibleByArgument {}
 enum ConfigurationFile {
     /// The parsed file, or the built-in defaults without one. A file that cannot be read or is
     /// invalid is logged (file, field, problem) and ends the command with exit code 2.
-    static func load(_ path: String?, logger: Logger) throws -> Configuration {
+    /// `option` names where the path came from in messages (`--config`, `APNS_MOCK_CONFIG`).
+    static func load(_ path: String?, option: String = "--config", logger: Logger) throws -> Configuration {
         guard let path else { return Configuration() }
+        if let problem = unreadable(path) {
+            logger.error("cannot read \(option) \(path): \(problem)")
+            throw ExitCode(2)
+        }
         let text: String
         do {
             text = try String(contentsOfFile: path, encoding: .utf8)
         } catch {
-            logger.error("cannot read --config \(path): \(error.localizedDescription)")
+            let problem = (error as NSError).code == NSFileReadInapplicableStringEncodingError
+                ? "it is not UTF-8 text" : error.localizedDescription
+            logger.error("cannot read \(option) \(path): \(problem)")
             throw ExitCode(2)
         }
         return try parse(text, source: path, logger: logger)
+    }
+
+    /// Why `path` cannot be read as a configuration file, or `nil` when it is a regular file this
+    /// process may read. Something else at the path is named for what it is: Foundation reports
+    /// `/dev/null` or a FIFO as "You don't have permission" and a directory as
+    /// "(NSCocoaErrorDomain error 256.)", and reading a FIFO with no writer would never end.
+    static func unreadable(_ path: String) -> String? {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            let code = errno
+            switch code {
+            case ENOENT: return "no such file"
+            case ENOTDIR: return "a part of the path is not a directory"
+            default: return String(cString: strerror(code))
+            }
+        }
+        let kind: String
+        switch info.st_mode & 0o170000 {
+        case 0o100000:
+            guard access(path, R_OK) == 0 else {
+                return "\(String(cString: strerror(errno))): this user (uid \(getuid())) may not read it"
+            }
+            return nil
+        case 0o040000: kind = "a directory"
+        case 0o020000: kind = "a character device (as /dev/null is)"
+        case 0o060000: kind = "a block device"
+        case 0o010000: kind = "a FIFO (named pipe, as a shell's <(…) gives)"
+        case 0o140000: kind = "a socket"
+        default: kind = "of an unknown kind"
+        }
+        return "it is \(kind), not a regular file; give the path of a YAML file, or the text itself in APNS_MOCK_CONFIG_YAML"
     }
 
     /// The configuration as `serve` and `healthcheck` see it: the file (`--config`, else
@@ -48,8 +89,8 @@ enum ConfigurationFile {
             throw ExitCode(2)
         }
         var configuration: Configuration
-        if let path = path ?? filePath {
-            configuration = try load(path, logger: logger)
+        if let chosen = path ?? filePath {
+            configuration = try load(chosen, option: path != nil ? "--config" : "APNS_MOCK_CONFIG", logger: logger)
         } else if let inline {
             configuration = try parse(inline, source: "APNS_MOCK_CONFIG_YAML", logger: logger)
         } else {

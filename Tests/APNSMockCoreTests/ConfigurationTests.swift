@@ -61,6 +61,8 @@ private func fixture(_ name: String) throws -> String {
     #expect(configuration.faultSeed == 42)
     #expect(configuration.admin.maxConnections == 256 && configuration.admin.idleTimeout == 60)
     #expect(configuration.admin.requestTimeout == 10 && configuration.admin.responseTimeout == 30)
+    #expect(configuration.admin.allowedOrigins == ["http://dashboard.internal:8080"])
+    #expect(configuration.admin.allowedHosts == ["apns-mock.ci.svc.cluster.local"])
     #expect(configuration.teams.map(\.teamId) == ["DEMOTEAM01", "OTHERTEAM1"])
     #expect(configuration.teams[0].keys[1] == Configuration.Key(
         keyId: "SANDBOXK01", path: "certs/AuthKey_SANDBOXK01.p8", environment: .sandbox, topics: ["com.example.other"]))

@@ -50,6 +50,8 @@ struct AdminAPIContractTests {
                 #expect(responses.keys.contains { $0.hasPrefix("2") }, "\(method) \(path) documents no success")
                 // Every operation that takes the bearer token documents its 401.
                 if operation["security"] == nil { #expect(responses["401"] != nil, "\(method) \(path) lacks 401") }
+                // And the browser checks' 403 (AdminBrowserGuardMiddleware).
+                if operation["security"] == nil { #expect(responses["403"] != nil, "\(method) \(path) lacks 403") }
             }
         }
         #expect(Set(operationIDs).count == operationIDs.count, "operationIds repeat")

@@ -188,7 +188,7 @@ struct EventStreamTests {
         var waiter: RawClient?
         try await MockHarness.withRunningMock { mock in
             let client = try await RawClient.connect(port: mock.adminPort, security: .plaintext)
-            try await client.send(Array("GET /v1/notifications/wait?timeout=120 HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
+            try await client.send(Array("GET /v1/notifications/wait?timeout=120 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8))
             try await Task.sleep(for: .milliseconds(200))
             waiter = client
             stopping = ContinuousClock.now

@@ -56,11 +56,11 @@ struct HostileListenerTests {
             let idle = try await RawClient.connect(port: mock.adminPort, security: .plaintext)
             let noBody = try await RawClient.connect(port: mock.adminPort, security: .plaintext)
             // On a loaded machine the idle timeout (1 s) may already have closed it.
-            try? await noBody.send(Array("POST /v1/faults HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"match\"".utf8))
+            try? await noBody.send(Array("POST /v1/faults HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"match\"".utf8))
             let slow = try await RawClient.connect(port: mock.adminPort, security: .plaintext)
             let started = ContinuousClock.now
             var sent = 0
-            let head = Array("GET /v1/stats HTTP/1.1\r\nHost: x\r\nX-Slow: ".utf8) + [UInt8](repeating: 0x61, count: 100)
+            let head = Array("GET /v1/stats HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ".utf8) + [UInt8](repeating: 0x61, count: 100)
             while sent < head.count, ContinuousClock.now - started < .seconds(6) {
                 guard (try? await slow.send([head[sent]])) != nil else { break }
                 sent += 1
@@ -105,7 +105,7 @@ struct HostileListenerTests {
             let before = mock.residentKiB
             let reader = try await RawClient.connect(port: mock.adminPort, security: .plaintext, receiveBuffer: 16384)
             try await reader.stopReading()
-            try await reader.send(Array("GET /v1/notifications?limit=10000 HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
+            try await reader.send(Array("GET /v1/notifications?limit=10000 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8))
             // Some 40 MB of JSON, built whole before its head goes out (seconds, on a loaded
             // machine); a second after the head the connection is closed. Read again well after
             // that: what was buffered arrives, then the close; a server still waiting would send

@@ -20,6 +20,8 @@ struct AdminAPI: Sendable {
     let caCertificatePEM: String?
     /// Whether every listener is up, for `/v1/health` and `/healthz`.
     let health: @Sendable () -> ListenerHealth
+    /// Who may use the API from a browser (``AdminBrowserGuardMiddleware``).
+    var access = AdminAccessPolicy()
     /// The open `/v1/events` streams (their number is bounded).
     let eventStreams = EventStreams()
 
@@ -33,6 +35,8 @@ struct AdminAPI: Sendable {
     func router() -> Router<Context> {
         let router = Router(context: Context.self)
         let api = self
+        // Outermost, so that its CORS headers are also on the answers the error middleware makes.
+        router.add(middleware: AdminBrowserGuardMiddleware(policy: access))
         router.add(middleware: AdminErrorMiddleware())
         router.add(middleware: BearerTokenMiddleware(token: token))
         router.get("/healthz") { _, _ in
@@ -390,8 +394,7 @@ struct BearerTokenMiddleware<Context: Hummingbird.RequestContext>: RouterMiddlew
         // carry no credentials; the answer holds nothing but listener ports. The OpenAPI document
         // holds no data either, and API tooling reads it before it knows about tokens.
         guard let token, !Self.open.contains(request.uri.path) else { return try await next(request, context) }
-        let expected = "Bearer " + token
-        guard let sent = request.headers[.authorization], sent == expected else {
+        guard let sent = request.headers[.authorization], Self.carries(token: token, credentials: sent) else {
             // The inbox page holds no data: it is sent with the 401, so that a browser (which
             // cannot send the header when a URL is opened) shows it and it asks for the token.
             if request.method == .get, request.uri.path == "/" {
@@ -400,5 +403,20 @@ struct BearerTokenMiddleware<Context: Hummingbird.RequestContext>: RouterMiddlew
             return AdminAPI.json(.unauthorized, ["error": "authorization: a bearer token is required"])
         }
         return try await next(request, context)
+    }
+
+    /// Whether `credentials` (an `Authorization` value) is `Bearer <token>`: the scheme in any case
+    /// (RFC 9110 §11.1), one or more spaces, then the token exactly, compared in constant time.
+    static func carries(token: String, credentials: String) -> Bool {
+        let bytes = Array(credentials.utf8)
+        let scheme = Array("bearer".utf8)
+        guard bytes.count > scheme.count,
+              zip(bytes, scheme).allSatisfy({ ($0 | 0x20) == $1 }),
+              bytes[scheme.count] == UInt8(ascii: " ")
+        else { return false }
+        let sent = bytes[scheme.count...].drop { $0 == UInt8(ascii: " ") }
+        let expected = Array(token.utf8)
+        guard sent.count == expected.count else { return false }
+        return zip(sent, expected).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
     }
 }

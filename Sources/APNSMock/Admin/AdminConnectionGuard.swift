@@ -41,7 +41,9 @@ struct GuardedHTTP1Channel: ServerChildChannel {
         } catch {
             logger.debug("TCP_NODELAY not set on an admin connection", metadata: ["error": "\(error)"])
         }
-        return inner.setup(channel: channel, logger: logger).flatMapThrowing { value in
+        // Hummingbird's pipeline, but answering requests that ask to upgrade over HTTP/1.1 and
+        // keeping their connection usable (``IgnoredUpgradeHandler``).
+        return AdminHTTP1Pipeline.setup(channel: channel, configuration: inner.configuration, logger: logger).flatMapThrowing { value in
             guard admitted else {
                 try ConnectionLimiter.refuse(channel)
                 return value

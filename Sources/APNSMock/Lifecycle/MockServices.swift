@@ -165,7 +165,10 @@ struct AdminListenerService: Service {
             logger: adminLogger)
         records = api.state.records
         self.board = board
+        self.settings = settings
     }
+
+    private let settings: AdminSettings
 
     func run() async throws {
         do {
@@ -177,6 +180,12 @@ struct AdminListenerService: Service {
             }
         } catch {
             board.failed()
+            // Before it is bound, what stops the listener is its bind: said as the other
+            // listeners say it, with the port and the setting.
+            if board.ports.admin == nil, error is IOError {
+                throw ListenerBindError(
+                    listener: "admin", setting: "admin.port", host: settings.host, port: settings.port, underlying: error)
+            }
             throw error
         }
     }
