@@ -137,7 +137,8 @@ extension APNSMockServer {
     /// a busy retry.
     static func bindTLSListener(
         _ address: ListenerAddress, routes: ListenerRoutes, tlsContext: TLSContext, group: MultiThreadedEventLoopGroup,
-        quiesce: ServerQuiescingHelper, configuration: ServerConfiguration, logger: Logger
+        quiesce: ServerQuiescingHelper, configuration: ServerConfiguration, logger: Logger,
+        open: OpenChannels? = nil
     ) async throws -> Channel {
         let connections = routes.state.connections
         let memory = routes.state.memory
@@ -186,6 +187,7 @@ extension APNSMockServer {
                             memory.connectionClosed()
                         })
                     try channel.pipeline.syncOperations.addHandler(handler)
+                    open?.add(channel)
                 }
             }
         let channel: any Channel

@@ -6,6 +6,7 @@ import NIOCore
 import NIOExtras
 import NIOPosix
 import ServiceLifecycle
+import Synchronization
 
 // The running mock as peer services of one service group (docs/architecture.md, "Lifecycle"):
 // the event loops, each TLS listener, the CONNECT proxy and the admin listener. A service group
@@ -44,11 +45,12 @@ struct TLSListenerService: Service {
         // A quiescing helper follows a single server channel, so each listener has its own. It is
         // released when this returns, before the event loops stop (its deinit needs one of them).
         let quiesce = ServerQuiescingHelper(group: group)
+        let open = OpenChannels()
         let channel: any Channel
         do {
             channel = try await APNSMockServer.bindTLSListener(
                 address, routes: routes, tlsContext: tlsContext, group: group, quiesce: quiesce,
-                configuration: configuration, logger: logger)
+                configuration: configuration, logger: logger, open: open)
         } catch {
             board.failed()
             throw error
@@ -81,8 +83,16 @@ struct TLSListenerService: Service {
         board.forgetDrain(index)
         if !inTime {
             logger.warning(
-                "grace period over; the remaining connections close with the event loops",
-                metadata: ["listener": "\(address.name)"])
+                "grace period over; the remaining connections are closed", metadata: ["listener": "\(address.name)"])
+            // Closed here, while the event loops still run: left to the loops' own shutdown, a
+            // connection closing on one loop had work scheduled on another that had already stopped.
+            await open.closeAll()
+            // The quiescing helper's own bookkeeping of them, on its loop, within a bound.
+            let settled = loop.makePromise(of: Void.self)
+            let bound = loop.scheduleTask(in: .seconds(2)) { settled.succeed() }
+            drained.futureResult.whenComplete { _ in settled.succeed() }
+            try? await settled.futureResult.get()
+            bound.cancel()
         }
     }
 }
@@ -223,5 +233,31 @@ struct RejectionSummaryService: Service {
                 "interval": "\(interval)",
             ])
         return now
+    }
+}
+
+/// The connections of one TLS listener that are open, so that a shutdown whose grace period ran
+/// out closes them itself before the event loops stop.
+final class OpenChannels: Sendable {
+    private let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
+
+    /// Keeps `channel` until it closes.
+    func add(_ channel: any Channel) {
+        let key = ObjectIdentifier(channel)
+        channels.withLock { $0[key] = channel }
+        channel.closeFuture.whenComplete { [self] _ in
+            _ = channels.withLock { $0.removeValue(forKey: key) }
+        }
+    }
+
+    /// Closes every connection still open and waits until they are closed.
+    func closeAll() async {
+        let open = channels.withLock { Array($0.values) }
+        for channel in open {
+            channel.close(promise: nil)
+        }
+        for channel in open {
+            try? await channel.closeFuture.get()
+        }
     }
 }
