@@ -58,8 +58,11 @@ struct SocketOptionTests {
             try await Task.sleep(for: .milliseconds(20))
         }
         #expect(log.count == 3)
+        // The first at once; the rest counted, and reported when the interval ends (which a test
+        // slowed down by the whole suite may reach).
         let lines = store.all.filter { $0.contains("could not be set up") }
-        #expect(lines.count == 1, "one report per interval: \(lines)")
+        #expect(lines.count == 1 || lines.count == 2, "one report per interval: \(lines)")
+        if lines.count == 2 { #expect(lines[1].contains("count=2")) }
         let line = try #require(lines.first)
         #expect(line.hasPrefix("warning "))
         #expect(line.contains("listener=test"))

@@ -103,10 +103,8 @@ final class ThrottledWarning: Sendable {
             fields["count"] = "\(count)"
             logger.warning(message, metadata: fields)
         case .schedule(let delay):
-            Task { [self] in
-                try? await Task.sleep(nanoseconds: UInt64(max(0, delay.nanoseconds)))
-                flush()
-            }
+            // NIO's shared loop, not a Task: it fires on time whatever the concurrency pool does.
+            MultiThreadedEventLoopGroup.singleton.next().scheduleTask(in: delay) { [self] in flush() }
         case .nothing:
             break
         }
