@@ -33,12 +33,15 @@ final class RecordStore: Sendable {
     private let evictionCount = Atomic<UInt64>(0)
     /// Waiters and event streams, and the dispatcher that serves them.
     let subscriptions = Subscriptions()
+    /// Per-segment filters that let a selective query skip most of the ring.
+    let summaries: SegmentSummaries
 
     init(capacity: Int, stripes: Int = 16) {
         self.capacity = max(0, capacity)
         self.stripeCount = max(1, min(stripes, max(1, capacity)))
         let stripeSize = (self.capacity + self.stripeCount - 1) / self.stripeCount
         self.stripes = (0..<self.stripeCount).map { _ in RecordStripe(size: stripeSize) }
+        self.summaries = SegmentSummaries(capacity: self.capacity)
     }
 
     var isEnabled: Bool { capacity > 0 }
@@ -77,6 +80,11 @@ final class RecordStore: Sendable {
             slots.store(seq: seq, at: slot / stripeCount, make)
         }
         // The displaced record (or this one, if it came too late) is destroyed here, unlocked.
+        if seq % SegmentSummaries.segmentSize == 0 {
+            // A segment is complete (its other records may still be being stored): its token
+            // filter is built off the request path.
+            Task(priority: .utility) { await self.summarise(segment: SegmentSummaries.segment(of: seq)) }
+        }
         if let displacedSeq = displaced?.seq, displacedSeq > clearedThrough {
             evictionCount.add(1, ordering: .relaxed)
         }
@@ -153,7 +161,18 @@ final class RecordStore: Sendable {
         var seq = max(since + 1, clearedThrough + 1, oldestKept(last: last))
         var next = max(since, seq - 1)
         var found: [RawRecord] = []
+        let tokenHash = filter.token.map(SegmentSummaries.tokenHash)
         while seq <= last, found.count < limit {
+            if let tokenHash, seq == SegmentSummaries.firstSeq(of: SegmentSummaries.segment(of: seq)) {
+                let segment = SegmentSummaries.segment(of: seq)
+                let segmentEnd = SegmentSummaries.lastSeq(of: segment)
+                if segmentEnd <= last, summaries.mayHold(segment: segment, tokenHash: tokenHash) == false {
+                    // No record of this segment was sent to the token the filter names.
+                    next = segmentEnd
+                    seq = segmentEnd + 1
+                    continue
+                }
+            }
             if let record = read(seq) {
                 if filter.matches(record) { found.append(record) }
             } else {
@@ -168,6 +187,34 @@ final class RecordStore: Sendable {
         return (found, next)
     }
 
+    /// Builds and keeps the token filter of a complete segment (``SegmentSummaries``). A record
+    /// not yet stored is waited for a little; a segment partly evicted or cleared gets no filter.
+    func summarise(segment: UInt64) async {
+        var filter = SegmentSummaries.Filter()
+        var seq = SegmentSummaries.firstSeq(of: segment)
+        let end = SegmentSummaries.lastSeq(of: segment)
+        var tries = 0
+        let cleared = clearedThrough
+        while seq <= end {
+            let slot = Int((seq - 1) % UInt64(capacity))
+            var hash: UInt64?
+            let present = stripes[slot % stripeCount].slots.withLock { slots in
+                slots.modify(seq, at: slot / stripeCount) { hash = SegmentSummaries.tokenHash(path: $0.path) }
+            }
+            if present {
+                if let hash { filter.insert(hash) }
+                seq += 1
+                continue
+            }
+            guard isWithinRing(seq), seq > clearedThrough, tries < 100 else { return }
+            // Handed out, not yet stored.
+            tries += 1
+            await Task.yield()
+        }
+        guard clearedThrough == cleared, seq > end else { return }
+        summaries.keep(filter, segment: segment, oldestKept: oldestKept(last: lastSeq))
+    }
+
     /// Forgets every record; `seq` keeps counting.
     func removeAll() {
         for stripe in stripes {
@@ -178,6 +225,7 @@ final class RecordStore: Sendable {
         // Only now: a writer that took its seq before this point may have stored into storage
         // just dropped, and its seq must count as cleared, or queries would wait for it.
         cleared.store(lastSeq, ordering: .releasing)
+        summaries.removeAll()
         // A dispatcher that stopped at a slot emptied above looks again.
         subscriptions.recordsArrived()
     }
