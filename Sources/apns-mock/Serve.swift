@@ -177,10 +177,13 @@ struct Serve: AsyncParsableCommand {
             }
         }
         let environmentName = server.environment
+        let adminHost = server.admin.host
         server.droppedLogLines = { LogSink.standardError.droppedLines }
         let apns = APNSMockServer(configuration: server, logger: logger) { ports in
             Console.line(ListeningLine.text(ports))
-            Banner.print(material: material, demo: demo, port: ports.apns, environment: environmentName)
+            Banner.print(
+                material: material, demo: demo, port: ports.apns, environment: environmentName,
+                adminURL: ports.admin.map { "http://\(Banner.dialHost(adminHost)):\($0)" })
         }
         do {
             // Every listener and the admin listener are peers in this group (docs/architecture.md,
@@ -235,8 +238,14 @@ enum ListeningLine {
 
 /// What `serve` tells a newcomer on start: where the material is, and a request that works.
 enum Banner {
-    static func print(material: TestCertificates, demo: DemoIdentity?, port: Int, environment: APNSEnvironment) {
+    static func print(
+        material: TestCertificates, demo: DemoIdentity?, port: Int, environment: APNSEnvironment, adminURL: String? = nil
+    ) {
         var lines = ["CA certificate:   \(material.caPath)   (trust it in your client)"]
+        if let adminURL {
+            // In a container the path above is the container's; the CA is served over HTTP too.
+            lines.append("CA over HTTP:     \(adminURL)/v1/ca.pem   (admin API and inbox page: \(adminURL)/)")
+        }
         var curl = "  curl --http2 --cacert \(material.caPath) -i"
         if let demo {
             lines.append("token key:        \(demo.keyPath ?? "inline PEM")   team \(demo.teamID), key ID \(demo.keyID)")
@@ -250,6 +259,9 @@ enum Banner {
             }
         }
         lines.append("default environment: \(environment.rawValue)")
+        let command = commandName()
+        let hint = command == "apns-mock" ? "" : "   (scripts/install puts apns-mock on your PATH)"
+        lines.append("commands:         \(command) token | \(command) send --device <hex> | \(command) certs init\(hint)")
         lines.append("try it:")
         curl += " -H 'apns-topic: \(demo?.bundleID ?? "com.example.app")' -H 'apns-push-type: alert'"
         curl += #" -d '{"aps":{"alert":"hello"}}'"#
@@ -257,6 +269,29 @@ enum Banner {
         lines.append(curl)
         for line in lines {
             Console.line(line)
+        }
+    }
+
+    /// How to run this binary's other commands: `apns-mock` when that name on the PATH is this
+    /// very binary, else the binary's own path (`.build/release/apns-mock` from `scripts/run`).
+    static func commandName() -> String {
+        let running = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
+        let paths = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":")
+        for directory in paths {
+            let candidate = URL(fileURLWithPath: String(directory)).appendingPathComponent("apns-mock")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) {
+                // The first on the PATH is the one a shell runs.
+                return candidate.resolvingSymlinksInPath().path == running ? "apns-mock" : running
+            }
+        }
+        return running
+    }
+
+    /// A host a client can dial for a listener bound to `host` (a wildcard means this machine).
+    static func dialHost(_ host: String) -> String {
+        switch host {
+        case "0.0.0.0", "::", "": return "127.0.0.1"
+        default: return host.contains(":") ? "[\(host)]" : host
         }
     }
 }
