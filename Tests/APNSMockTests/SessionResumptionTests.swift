@@ -1,0 +1,23 @@
+import APNSMock
+import APNSMockTesting
+import Foundation
+import Testing
+
+/// TLS session resumption is on, as Apple's servers offer it: a client that reconnects (after a
+/// GOAWAY, per batch) presents the ticket of its last session and skips the full handshake.
+@Suite("TLS session resumption", .timeLimit(.minutes(1)))
+struct SessionResumptionTests {
+    @Test(arguments: ["-tls1_3", "-tls1_2"])
+    func aReconnectingClientResumesItsSession(_ version: String) async throws {
+        try await MockHarness.withRunningMock { mock in
+            let session = FileManager.default.temporaryDirectory.appendingPathComponent("apns-mock-session-\(UUID()).pem").path
+            defer { try? FileManager.default.removeItem(atPath: session) }
+            let common = ["s_client", "-connect", "127.0.0.1:\(mock.apnsPort)", "-servername", "localhost", "-alpn", "h2",
+                          "-CAfile", mock.caPath, version, "-verify_return_error"]
+            let first = try await ExternalTool.run("openssl", common + ["-sess_out", session], stdin: Data())
+            #expect(first.text.contains("New, TLSv1."), "\(first.text.prefix(600))")
+            let second = try await ExternalTool.run("openssl", common + ["-sess_in", session], stdin: Data())
+            #expect(second.text.contains("Reused, TLSv1."), "\(second.text.prefix(600))")
+        }
+    }
+}
