@@ -190,13 +190,18 @@
     let byReasons = 0;
     for (const count of Object.values(reasons)) byReasons += count;
     const totals = stats.sinceStart || stats;
-    const current = { at: now, accepted: totals.accepted, rejected: totals.rejected, reasons,
+    // The mock's own uptime when it counted (averageRequestsPerSecond is sinceStart.requests over
+    // it): the interval between two answers as the mock saw it, so that an answer that was slow to
+    // arrive does not draw a dip and then a spike.
+    const uptime = stats.sinceStart && stats.averageRequestsPerSecond > 0 ? stats.sinceStart.requests / stats.averageRequestsPerSecond : null;
+    const current = { at: now, uptime, accepted: totals.accepted, rejected: totals.rejected, reasons,
       noAnswer: stats.rejected - byReasons, baseline: state.baseline };
     const prev = chart.prev;
     if (prev && now - prev.at < 950) return;
     chart.prev = current;
     if (!prev) { drawChart(); return; }
-    const seconds = (now - prev.at) / 1000;
+    let seconds = (now - prev.at) / 1000;
+    if (uptime !== null && prev.uptime !== null && uptime - prev.uptime >= 0.5) seconds = uptime - prev.uptime;
     // Across a reset the split restarts from zero; the totals never do.
     const same = prev.baseline === current.baseline;
     const values = new Map();
