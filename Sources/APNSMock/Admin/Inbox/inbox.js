@@ -59,7 +59,7 @@
     loadingOlder: false,
     feedGeneration: 0,
     // The rate chart: the previous sample's totals and the samples of the last CHART_SECONDS.
-    chart: { prev: null, samples: [], colors: new Map() },
+    chart: { prev: null, samples: [], colors: new Map(), now: undefined },
   };
 
   // ---------- text helpers: data only ever reaches the page through textContent ----------
@@ -190,18 +190,24 @@
     let byReasons = 0;
     for (const count of Object.values(reasons)) byReasons += count;
     const totals = stats.sinceStart || stats;
-    // The mock's own uptime when it counted (averageRequestsPerSecond is sinceStart.requests over
-    // it): the interval between two answers as the mock saw it, so that an answer that was slow to
-    // arrive does not draw a dip and then a spike.
+    // The samples are placed on the mock's own clock: its uptime when it counted
+    // (averageRequestsPerSecond is sinceStart.requests over it; the browser's clock until the first
+    // request), so that an answer slow to reach a busy browser draws no dip, spike or gap.
     const uptime = stats.sinceStart && stats.averageRequestsPerSecond > 0 ? stats.sinceStart.requests / stats.averageRequestsPerSecond : null;
-    const current = { at: now, uptime, accepted: totals.accepted, rejected: totals.rejected, reasons,
-      noAnswer: stats.rejected - byReasons, baseline: state.baseline };
+    const current = { at: now, t: uptime !== null ? uptime * 1000 : now, uptime, accepted: totals.accepted,
+      rejected: totals.rejected, reasons, noAnswer: stats.rejected - byReasons, baseline: state.baseline };
     const prev = chart.prev;
     if (prev && now - prev.at < 950) return;
     chart.prev = current;
-    if (!prev) { drawChart(); return; }
-    let seconds = (now - prev.at) / 1000;
-    if (uptime !== null && prev.uptime !== null && uptime - prev.uptime >= 0.5) seconds = uptime - prev.uptime;
+    if (!prev) { chart.now = current.t; drawChart(); return; }
+    if (prev.uptime === null && uptime !== null) {
+      // The first requests: what was drawn on the browser's clock moves onto the mock's.
+      const shift = current.t - now;
+      for (const sample of chart.samples) sample.end += shift;
+      prev.t += shift;
+    }
+    let seconds = (current.t - prev.t) / 1000;
+    if (!(seconds >= 0.2)) seconds = (now - prev.at) / 1000;
     // Across a reset the split restarts from zero; the totals never do.
     const same = prev.baseline === current.baseline;
     const values = new Map();
@@ -216,8 +222,9 @@
     const withheld = Math.min(rejected - explained, Math.max(0, current.noAnswer - (same ? prev.noAnswer : 0)));
     if (withheld > 0) { values.set(NO_ANSWER, withheld); explained += withheld; }
     if (rejected > explained) values.set(OTHER, rejected - explained);
-    chart.samples.push({ end: now, seconds, values, total: accepted + rejected });
-    while (chart.samples.length && chart.samples[0].end < now - CHART_SECONDS * 1000) chart.samples.shift();
+    chart.samples.push({ end: current.t, seconds, values, total: accepted + rejected });
+    chart.now = current.t;
+    while (chart.samples.length && chart.samples[0].end < current.t - CHART_SECONDS * 1000) chart.samples.shift();
     $("count-rps").textContent = Math.round((accepted + rejected) / seconds).toLocaleString();
     drawChart();
   }
@@ -253,7 +260,7 @@
     context.clearRect(0, 0, width, height);
     const left = 46, right = 6, top = 6, bottom = 18;
     const plotWidth = width - left - right, plotHeight = height - top - bottom;
-    const now = chart.prev ? chart.prev.at : performance.now();
+    const now = chart.now !== undefined ? chart.now : 0;
     const xOf = (t) => left + plotWidth * (1 - (now - t) / (CHART_SECONDS * 1000));
 
     // The reasons seen in the window, the most frequent first; past CHART_REASONS they are "other".
