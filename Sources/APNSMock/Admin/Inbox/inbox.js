@@ -349,7 +349,10 @@
       legend.append(item);
       described.push(key + " " + rateText(rate) + " per second");
     }
-    if (!legend.childElementCount) legend.append(el("li", "empty", "No answers in the last " + CHART_SECONDS / 60 + " minutes."));
+    if (!legend.childElementCount) {
+      legend.append(el("li", "empty", chart.samples.length ? "No answers in the last " + CHART_SECONDS / 60 + " minutes."
+        : "Measuring: the first bar comes with the second answer of /v1/stats, a second after the first."));
+    }
     setText($("rate-now"), peak > 0 ? "peak " + rateText(peak) + "/s" : "");
     canvas.dataset.samples = String(chart.samples.length);
     canvas.dataset.peak = String(Math.round(peak));
