@@ -9,7 +9,7 @@ import Testing
 /// .venv-browser/). scripts/browser/inbox_check.py opens the page of a mock run as users run it (``ServerProcess``), pushes
 /// with curl and checks what the page shows; this test runs it and asserts on its report and on
 /// the mock's state. Screenshots are kept in .build/inbox-screenshots/.
-@Suite("Inbox page in a browser", .timeLimit(.minutes(3)))
+@Suite("Inbox page in a browser", .serialized, .timeLimit(.minutes(3)))
 struct InboxPageTests {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
@@ -55,6 +55,37 @@ struct InboxPageTests {
             #expect(gone.notifications.count == 1)
         }
         #expect(FileManager.default.fileExists(atPath: screenshots + "/inbox.png"))
+    }
+
+    /// The page tells the truth at a glance (scripts/browser/inbox_check.py --scenario truth): the
+    /// header's counts equal the cards' after a mixed run, after Clear and after `POST /v1/reset`;
+    /// after 20,000 pushes (h2load) into a ring of 15,000 it says how many older records it does not
+    /// show and that 5,000 are gone, pages back with "Load older", and charts answers per second by
+    /// outcome. Screenshots at 0, 10 and 20,000 records go to .build/inbox-screenshots/.
+    @Test func pageTellsTheTruthAtAGlance() async throws {
+        let python = Self.repository.appendingPathComponent(".venv-browser/bin/python").path
+        let script = Self.repository.appendingPathComponent("scripts/browser/inbox_check.py").path
+        let screenshots = Self.repository.appendingPathComponent(".build/inbox-screenshots").path
+        try #require(FileManager.default.isExecutableFile(atPath: python), "selenium's venv is missing: run scripts/setup")
+        try await ServerProcess.withRunning(yaml: "recording: { capacity: 15000 }\n") { mock in
+            let output = try await ExternalTool.run(python, [
+                script, "--admin", mock.adminURL, "--apns", mock.baseURL, "--ca", mock.caPath,
+                "--channels", "https://localhost:\(mock.channelManagementPort(.sandbox))",
+                "--authorization", try #require(Curl.demoAuthorization), "--screenshots", screenshots,
+                "--scenario", "truth",
+            ], timeout: 160)
+            let report = try #require(
+                try? JSONDecoder().decode(Report.self, from: output.stdout),
+                "inbox_check.py exited \(output.exitCode): \(output.text.suffix(2000)) \(output.stderr.suffix(2000))")
+            #expect(report.checks.count >= 25, "\(report.checks.map(\.name))")
+            for check in report.checks {
+                #expect(check.ok, "\(check.name): \(check.detail)")
+            }
+            #expect(output.exitCode == 0)
+        }
+        for name in ["records-0", "records-10", "records-20000", "older"] {
+            #expect(FileManager.default.fileExists(atPath: screenshots + "/\(name).png"))
+        }
     }
 
     /// With `admin.token` the page asks for the token (a wrong one is refused) and then shows

@@ -8,11 +8,20 @@ document: {"checks": [{"name", "ok", "detail"}...], "console": [...]}; the Swift
 it. Screenshots go to --screenshots.
 
   inbox_check.py --admin http://127.0.0.1:PORT --apns https://localhost:PORT --ca ca.pem \
-                 --authorization 'bearer JWT' --screenshots DIR
+                 --authorization 'bearer JWT' --screenshots DIR [--scenario truth]
+
+--scenario truth checks that the page tells the truth at a glance, against a mock whose ring holds
+15,000 records: the header's counts equal the cards' after a mixed run, after Clear and after
+POST /v1/reset; after 20,000 pushes (h2load) it says how many older records it does not show and
+how many were evicted, pages back with "Load older", and draws answers per second by outcome.
+Screenshots: records-0.png, records-10.png, records-20000.png, older.png.
 """
 import argparse
 import json
 import os
+import re
+import tempfile
+import urllib.request
 import socket
 import ssl
 import struct
@@ -137,6 +146,56 @@ def refused_burst(args, count):
     return refused
 
 
+def admin(args, method, path, body=None):
+    """A request to the admin API; the answer's JSON (None when it has no body)."""
+    data = None if body is None else json.dumps(body).encode()
+    request_ = urllib.request.Request(args.admin + path, data=data, method=method,
+                                      headers={"Content-Type": "application/json"} if data else {})
+    with urllib.request.urlopen(request_, timeout=20) as response:
+        text = response.read()
+    return json.loads(text) if text else None
+
+
+def h2load(args, count, token, clients=8):
+    """`count` pushes with h2load (one stream at a time per connection: a token connection allows
+    one until its first token is accepted); h2load's summary."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as payload:
+        json.dump({"aps": {"alert": {"title": "Load", "body": "h2load"}}}, payload)
+    try:
+        result = subprocess.run(["h2load", "-n", str(count), "-c", str(clients), "-m", "1", "-t", "1",
+                                 "-d", payload.name, "-H", "apns-topic: com.example.app",
+                                 "-H", f"authorization: {args.authorization}", f"{args.apns}/3/device/{token}"],
+                                capture_output=True, timeout=120)
+    finally:
+        os.unlink(payload.name)
+    return result.stdout.decode(errors="replace")
+
+
+def number(text):
+    """A count as the page shows it (1,234), or None."""
+    digits = re.sub(r"[^0-9]", "", text or "")
+    return int(digits) if digits else None
+
+
+def page_counts(driver):
+    """The header's counts and what the cards show, read in one go."""
+    return driver.execute_script("""
+        const cards = [...document.querySelectorAll('#feed .record')];
+        const text = (id) => document.getElementById(id).textContent;
+        return {accepted: text('count-accepted'), rejected: text('count-rejected'), shown: text('count-shown'),
+                basis: text('count-basis'),
+                cardsAccepted: cards.filter((c) => !c.classList.contains('rejected')).length,
+                cardsRejected: cards.filter((c) => c.classList.contains('rejected')).length,
+                seqs: cards.map((c) => Number(c.dataset.seq))};""")
+
+
+def counts_match(driver, accepted, rejected):
+    """The header says `accepted` and `rejected`, and the cards are that many of each."""
+    counts = page_counts(driver)
+    return (number(counts["accepted"]) == accepted and number(counts["rejected"]) == rejected
+            and counts["cardsAccepted"] == accepted and counts["cardsRejected"] == rejected) and counts
+
+
 def wait_for(driver, seconds, predicate):
     """predicate(driver) until truthy; returns (value, seconds taken) or (None, None)."""
     started = time.monotonic()
@@ -193,13 +252,15 @@ def main():
     parser.add_argument("--authorization", required=True)
     parser.add_argument("--screenshots", required=True)
     parser.add_argument("--admin-token", help="the mock's admin.token: check only the page's token prompt")
+    parser.add_argument("--scenario", choices=["page", "truth"], default="page",
+                        help="truth: the counts, older records and rate chart (a mock with recording.capacity 15000)")
     args = parser.parse_args()
     os.makedirs(args.screenshots, exist_ok=True)
 
     options = webdriver.ChromeOptions()
     options.binary_location = "/usr/bin/chromium"
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--window-size=1400,1100", "--force-device-scale-factor=1"):
+                 "--window-size=1400,1100", "--force-device-scale-factor=1", "--lang=en-US"):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     options.add_experimental_option("prefs", {"download.default_directory": args.screenshots})
@@ -208,6 +269,8 @@ def main():
     try:
         if args.admin_token:
             run_with_token(driver, args)
+        elif args.scenario == "truth":
+            run_truth(driver, args)
         else:
             run(driver, args)
     finally:
@@ -434,6 +497,178 @@ def run(driver, args):
     errors = driver.execute_script("return window.__errors")
     check("the page's script threw nothing", not errors, errors)
     driver.save_screenshot(os.path.join(args.screenshots, "inbox-end.png"))
+
+
+def run_truth(driver, args):
+    """The counts equal the cards; older records are announced and paged back; the rate chart."""
+    screenshots = args.screenshots
+    driver.get(args.admin + "/")
+    live, _ = wait_for(driver, 10, lambda d: d.find_element(By.ID, "stream-status").text == "live")
+    check("the page connects to the event stream", live, driver.find_element(By.ID, "stream-status").text)
+    driver.execute_script("window.__errors = []; window.addEventListener('error', e => window.__errors.push(String(e.message)));")
+
+    # No records: zero counts, no older-records notice, an empty chart that says so.
+    empty, _ = wait_for(driver, 5, lambda d: counts_match(d, 0, 0))
+    check("with no records the counts are 0 and there are no cards", empty, page_counts(driver))
+    check("with no records there is no older-records notice", not driver.find_element(By.ID, "older-notice").is_displayed(),
+          driver.find_element(By.ID, "older-notice").text)
+    chart = driver.find_element(By.ID, "rate-chart")
+    measured, _ = wait_for(driver, 5, lambda d: int(d.find_element(By.ID, "rate-chart").get_attribute("data-samples") or 0) >= 1)
+    check("the rate chart is there and samples with no requests", chart.is_displayed() and measured
+          and "No answers" in driver.find_element(By.ID, "rate-legend").text, driver.find_element(By.ID, "rate-legend").text)
+    driver.save_screenshot(os.path.join(screenshots, "records-0.png"))
+
+    # A mixed run: 7 accepted, 3 rejected (2 BadDeviceToken, 1 BadPriority).
+    codes = [push(args, TOKEN_A if index % 2 else TOKEN_B, {"aps": {"alert": {"title": f"Mixed {index}", "body": "a push"}}})[0]
+             for index in range(1, 8)]
+    codes += [push(args, "zz", {"aps": {"alert": "bad token"}})[0], push(args, "zz", {"aps": {"alert": "bad token"}})[0],
+              push(args, TOKEN_A, {"aps": {"alert": "bad priority"}}, {"apns-priority": "7"})[0]]
+    check("the mixed run is 7 accepted and 3 rejected", codes == [200] * 7 + [400] * 3, codes)
+    matched, took = wait_for(driver, 5, lambda d: counts_match(d, 7, 3))
+    check("after a mixed run the header's counts equal the cards' (7 accepted, 3 rejected)", matched,
+          f"after {took} s: {page_counts(driver)}")
+    stats = admin(args, "GET", "/v1/stats")
+    accepted = admin(args, "GET", "/v1/notifications?outcome=accepted&limit=100")["notifications"]
+    rejected = admin(args, "GET", "/v1/notifications?outcome=rejected&limit=100")["notifications"]
+    check("the counts are the records' (GET /v1/stats and /v1/notifications agree)",
+          stats["accepted"] == len(accepted) == 7 and stats["rejected"] == len(rejected) == 3,
+          f"stats {stats['accepted']}/{stats['rejected']}, records {len(accepted)}/{len(rejected)}")
+    check("the counts say since when", page_counts(driver)["basis"] == "since start", page_counts(driver)["basis"])
+    updated, _ = wait_for(driver, 5, lambda d: d.find_element(By.CSS_SELECTOR, "#rate-legend li[data-outcome='accepted']")
+                          if d.find_elements(By.CSS_SELECTOR, "#rate-legend li[data-outcome='BadDeviceToken']")
+                          and d.find_elements(By.CSS_SELECTOR, "#rate-legend li[data-outcome='BadPriority']") else None)
+    check("the chart's legend has accepted, BadDeviceToken and BadPriority", updated,
+          driver.find_element(By.ID, "rate-legend").text)
+    driver.execute_script("window.scrollTo(0, 0)")
+    driver.save_screenshot(os.path.join(screenshots, "records-10.png"))
+
+    # Clear: no card and zero counts, also for a moment; then new pushes count from zero.
+    driver.find_element(By.ID, "clear").click()
+    cleared, took = wait_for(driver, 5, lambda d: counts_match(d, 0, 0))
+    check("after Clear the counts are 0 and there are no cards", cleared, f"after {took} s: {page_counts(driver)}")
+    check("after Clear the counts say since the Clear", "since Clear at" in page_counts(driver)["basis"],
+          page_counts(driver)["basis"])
+    since_start = driver.find_element(By.ID, "count-since-start").text
+    check("after Clear the totals since start are labelled as such", since_start == "10 requests since start", since_start)
+    codes = [push(args, TOKEN_A, {"aps": {"alert": "after clear 1"}})[0], push(args, TOKEN_B, {"aps": {"alert": "after clear 2"}})[0],
+             push(args, "zz", {"aps": {"alert": "after clear 3"}})[0]]
+    matched, took = wait_for(driver, 5, lambda d: counts_match(d, 2, 1))
+    check("after Clear the counts equal the cards' (2 accepted, 1 rejected)", matched and codes == [200, 200, 400],
+          f"{codes} after {took} s: {page_counts(driver)}")
+
+    # A reset by someone else (a test's POST /v1/reset): the page drops what the mock forgot.
+    admin(args, "POST", "/v1/reset")
+    reset, took = wait_for(driver, 5, lambda d: counts_match(d, 0, 0))
+    check("after POST /v1/reset the page drops the cards and the counts are 0", reset, f"after {took} s: {page_counts(driver)}")
+    check("after POST /v1/reset the counts say since the reset", "since a reset at" in page_counts(driver)["basis"],
+          page_counts(driver)["basis"])
+    code, _ = push(args, TOKEN_A, {"aps": {"alert": "after reset"}})
+    matched, _ = wait_for(driver, 5, lambda d: counts_match(d, 1, 0))
+    check("after the reset a push is one card and one count", matched and code == 200, page_counts(driver))
+
+    # 20,000 pushes in three phases (accepted; BadDeviceToken; a fault answering TooManyRequests or
+    # resetting the stream), into a ring of 15,000: 5,000 are evicted.
+    driver.find_element(By.ID, "clear").click()
+    wait_for(driver, 5, lambda d: counts_match(d, 0, 0))
+    samples_before = int(chart.get_attribute("data-samples") or 0)
+    summaries = [h2load(args, 12000, TOKEN_A)]
+    time.sleep(2)
+    summaries.append(h2load(args, 4000, "zz"))
+    time.sleep(2)
+    faults = [admin(args, "POST", "/v1/faults", {"match": {}, "respond": {"reason": "TooManyRequests"}, "probability": 0.3}),
+              admin(args, "POST", "/v1/faults", {"match": {}, "action": "reset", "probability": 0.05})]
+    summaries.append(h2load(args, 4000, TOKEN_B))
+    admin(args, "DELETE", "/v1/faults")
+    check("h2load made 20,000 requests", all("requests: %d total" % n in text for n, text in zip((12000, 4000, 4000), summaries))
+          and all(fault and fault.get("id") for fault in faults), " | ".join(line for text in summaries
+                                                                            for line in text.splitlines() if "requests:" in line))
+    stats = admin(args, "GET", "/v1/stats")
+    check("the mock counted 20,000 requests and holds 15,000", stats["requests"] == 20000 and stats["recording"]["records"] == 15000,
+          {"requests": stats["requests"], "recording": stats["recording"]})
+    first = admin(args, "GET", "/v1/notifications?outcome=all&limit=1")["notifications"][0]["seq"]
+
+    # Settled: the mock's counts in the header, 300 cards, and no new card for 1.5 s (the stream
+    # may skip the very last records: it sends the page at most 1000 a second).
+    last = {"seqs": None, "since": time.monotonic()}
+
+    def settled(d):
+        counts = page_counts(d)
+        if counts["seqs"] != last["seqs"]:
+            last.update(seqs=counts["seqs"], since=time.monotonic())
+        return (number(counts["accepted"]) == stats["accepted"] and number(counts["rejected"]) == stats["rejected"]
+                and counts["shown"] == "300" and time.monotonic() - last["since"] > 1.5) and counts
+    counts, took = wait_for(driver, 15, settled)
+    check("after 20,000 pushes the header has the mock's counts and the page shows the newest 300", counts,
+          f"after {took} s: {page_counts(driver)} vs {stats['accepted']}/{stats['rejected']}")
+    oldest = min(page_counts(driver)["seqs"])
+    expected = oldest - first
+    notice = driver.find_element(By.ID, "older-notice")
+    text = notice.text
+    check("the page says how many older records it does not show", notice.is_displayed()
+          and f"{expected:,} older records not shown" in text, f"oldest shown {oldest}, first held {first}: {text}")
+    check("the page says that 5,000 older records were evicted and are gone",
+          "5,000 older records were evicted and are gone" in text and "15,000" in text, text)
+    summary = driver.find_element(By.ID, "skip-notice").text
+    skipped = 15000 - 300 - expected  # what the stream skipped among the newest (none when the page kept up)
+    check("above the feed the page says what it shows of what the mock holds, and where the rest is",
+          f"Showing 300 of the 15,000 records the mock holds: {expected:,} older than these" in summary
+          and ((f"{skipped:,} between and after them were skipped" in summary) if skipped else "skipped" not in summary)
+          and "5,000 more were evicted and are gone" in summary, summary)
+    check("the header counts the records held and not shown", number(driver.find_element(By.ID, "count-skipped").text) == 14700,
+          driver.find_element(By.ID, "count-skipped").text)
+    legend = driver.find_element(By.ID, "rate-legend").text
+    check("the chart's legend has every outcome of the load",
+          all(driver.find_elements(By.CSS_SELECTOR, f"#rate-legend li[data-outcome='{key}']")
+              for key in ("accepted", "BadDeviceToken", "TooManyRequests", "no answer (fault action)")), legend)
+    samples_after = int(chart.get_attribute("data-samples") or 0)
+    peak = int(chart.get_attribute("data-peak") or 0)
+    green = driver.execute_script("""
+        const c = document.getElementById('rate-chart'), x = c.getContext('2d');
+        const d = x.getImageData(0, 0, c.width, c.height).data; let n = 0;
+        for (let i = 0; i < d.length; i += 4) if (d[i] === 36 && d[i + 1] === 138 && d[i + 2] === 61) n++;
+        return n;""")
+    check("the chart keeps sampling and draws the load's accepted answers",
+          samples_after > samples_before and peak > 0 and green > 50, f"samples {samples_before} -> {samples_after}, peak {peak}/s, {green} green pixels")
+    driver.execute_script("window.scrollTo(0, 0)")
+    driver.save_screenshot(os.path.join(screenshots, "records-20000.png"))
+
+    # Load older: the 100 records before the oldest shown, in order, below the live feed.
+    driver.find_element(By.ID, "older-load").click()
+    loaded, took = wait_for(driver, 10, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#older-feed .record")) == 100)
+    seqs = [int(card.get_attribute("data-seq")) for card in driver.find_elements(By.CSS_SELECTOR, "#older-feed .record")]
+    check("Load older shows the 100 records before the oldest shown, newest first", loaded
+          and seqs == list(range(oldest - 1, oldest - 101, -1)), f"after {took} s: {seqs[:3]}…{seqs[-3:]} (oldest shown {oldest})")
+    text = driver.find_element(By.ID, "older-text").text
+    check("the notice counts 100 fewer older records", f"{expected - 100:,} older records not shown" in text, text)
+    href = driver.find_element(By.ID, "older-link").get_attribute("href")
+    query = admin(args, "GET", href[len(args.admin):])["notifications"]
+    check("the JSON link lists the 1,000 records before the oldest shown", [r["seq"] for r in query]
+          == list(range(oldest - 1100, oldest - 100)), f"{href}: {len(query)} records from {query[0]['seq'] if query else None}")
+    older_card = driver.find_elements(By.CSS_SELECTOR, "#older-feed .record")[0]
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", older_card)
+    older_card.click()
+    detail, _ = wait_for(driver, 3, lambda d: f"Record {oldest - 1}" in d.find_element(By.ID, "detail").text)
+    check("an older record opens its detail view", detail, driver.find_element(By.ID, "detail").text[:200])
+    driver.find_element(By.ID, "detail-close").click()
+    driver.execute_script("window.scrollTo(0, document.getElementById('older').getBoundingClientRect().top + window.scrollY - 420)")
+    driver.save_screenshot(os.path.join(screenshots, "older.png"))
+
+    # With a filter nothing matches: Load older looks back to the oldest record held and says so.
+    driver.find_element(By.ID, "f-topic").send_keys("com.example.nothing")
+    driver.find_element(By.ID, "filter-apply").click()
+    maybe, _ = wait_for(driver, 5, lambda d: "may be held" in d.find_element(By.ID, "older-text").text
+                        and not d.find_elements(By.CSS_SELECTOR, "#feed .record, #older-feed .record"))
+    check("with a filter the page says older matching records may be held", maybe, driver.find_element(By.ID, "older-notice").text)
+    driver.find_element(By.ID, "older-load").click()
+    exhausted, took = wait_for(driver, 20, lambda d: "No older records match the filter" in d.find_element(By.ID, "older-text").text)
+    message = driver.find_element(By.ID, "older-message").text
+    check("Load older looks back to the oldest record held and says nothing older matches", exhausted
+          and f"before seq {first:,}" in message and not driver.find_element(By.ID, "older-load").is_displayed(),
+          f"after {took} s: {driver.find_element(By.ID, 'older-notice').text}")
+    driver.find_element(By.ID, "filter-reset").click()
+
+    errors = driver.execute_script("return window.__errors")
+    check("the page's script threw nothing", not errors, errors)
 
 
 def run_with_token(driver, args):

@@ -10,6 +10,13 @@
   // What the page asks the event stream for at most (records a second): the rest is skipped by
   // the server, which then does not even encode them.
   const MAX_RATE = 1000;
+  // Older records the page loads on request (Load older), a page at a time, and at most in all;
+  // with a filter, how many seqs one query looks through.
+  const OLDER_PAGE = 100;
+  const OLDER_MAX = 1000;
+  const OLDER_SCAN = 1000;
+  // The rate chart's window, in seconds.
+  const CHART_SECONDS = 300;
   const TEXT_LIMIT = 400;       // characters of a field shown in a banner
   const PAYLOAD_LIMIT = 20000;  // characters of the pretty payload in the detail view
   const PUSH_TYPES = ["alert", "background", "location", "voip", "complication", "fileprovider", "mdm",
@@ -32,8 +39,27 @@
     controller: null,
     generation: 0,
     framePending: false,
-    lastStats: null,
     needToken: false,
+    // Statistics: the latest answer applied; a ticket per request so that a late answer (sent
+    // before a newer one, or before a Clear) is never applied over a newer one.
+    stats: null,
+    statsTicket: 0,
+    statsApplied: 0,
+    statsTimer: null,
+    clearing: false,
+    // What /v1/stats subtracts from the totals since start (sinceStart.requests - requests): it
+    // changes exactly when the counts and the records start again (Clear, POST /v1/reset).
+    baseline: null,
+    basis: null,
+    // Records loaded with "Load older", newest first, below the live feed.
+    older: [],            // {seq, el}
+    olderRecords: new Map(),
+    olderScanned: null,   // the lowest seq a filtered search for older records looked at
+    olderExhausted: false,
+    loadingOlder: false,
+    feedGeneration: 0,
+    // The rate chart: the previous sample's totals and the samples of the last CHART_SECONDS.
+    chart: { prev: null, samples: [], colors: new Map(), now: undefined },
   };
 
   // ---------- text helpers: data only ever reaches the page through textContent ----------
@@ -111,34 +137,244 @@
   });
 
   // ---------- statistics (GET /v1/stats) ----------
+  // The header's accepted and rejected counts are the mock's, counted as the records are (since
+  // start or the last Clear or reset), so they match the cards; the page polls every second and
+  // soon after records arrive. A change of the counts' baseline means the records were cleared by
+  // someone else (POST /v1/reset, DELETE /v1/notifications): the page starts again as at Clear.
   async function pollStats() {
-    try {
-      const stats = await api("GET", "/v1/stats");
-      $("count-accepted").textContent = stats.accepted.toLocaleString();
-      $("count-rejected").textContent = stats.rejected.toLocaleString();
-      $("count-connections").textContent = stats.connections.open.toLocaleString();
-      if (stats.refusedStreams) $("count-refused").textContent = stats.refusedStreams.total.toLocaleString();
-      if (stats.goaways) $("count-goaways").textContent = stats.goaways.total.toLocaleString();
-      // The rate from the totals since start, which a reset or Clear does not move back.
-      const total = stats.sinceStart ? stats.sinceStart.requests : stats.requests;
-      const now = performance.now();
-      if (state.lastStats) {
-        const seconds = (now - state.lastStats.at) / 1000;
-        const rate = seconds > 0 ? Math.max(0, total - state.lastStats.requests) / seconds : 0;
-        $("count-rps").textContent = Math.round(rate).toLocaleString();
-      }
-      state.lastStats = { at: now, requests: total, lastSeq: stats.recording.lastSeq };
-    } catch (error) { /* shown by the stream's status */ }
+    if (state.clearing) return;
+    const ticket = ++state.statsTicket;
+    let stats;
+    try { stats = await api("GET", "/v1/stats"); } catch (error) { return; /* shown by the stream's status */ }
+    if (ticket <= state.statsApplied || state.clearing) return;
+    state.statsApplied = ticket;
+    const baseline = stats.sinceStart ? stats.sinceStart.requests - stats.requests : 0;
+    if (state.baseline !== null && baseline !== state.baseline) {
+      state.baseline = baseline;
+      startAgain("since a reset at " + clock());
+      return;
+    }
+    state.baseline = baseline;
+    if (state.basis === null) state.basis = baseline === 0 ? "since start" : "since the last Clear or reset";
+    state.stats = stats;
+    $("count-accepted").textContent = stats.accepted.toLocaleString();
+    $("count-rejected").textContent = stats.rejected.toLocaleString();
+    $("count-basis").textContent = state.basis;
+    // The totals since start only when they differ from the counts (after a Clear or reset).
+    setText($("count-since-start"), baseline > 0 && stats.sinceStart
+      ? stats.sinceStart.requests.toLocaleString() + " requests since start" : "");
+    $("count-connections").textContent = stats.connections.open.toLocaleString();
+    if (stats.refusedStreams) $("count-refused").textContent = stats.refusedStreams.total.toLocaleString();
+    if (stats.goaways) $("count-goaways").textContent = stats.goaways.total.toLocaleString();
+    chartSample(stats, performance.now());
+    updateNotices();
+  }
+  // Soon after records arrived, so that the counts follow the cards (at most 4 times a second).
+  function pollStatsSoon() {
+    if (state.statsTimer) return;
+    state.statsTimer = setTimeout(() => { state.statsTimer = null; if (!state.needToken) pollStats(); }, 250);
+  }
+  function clock() { return new Date().toLocaleTimeString([], { hour12: false }); }
+
+  // ---------- the rate chart: answers per second by outcome, from /v1/stats deltas ----------
+  const ACCEPTED = "accepted", NO_ANSWER = "no answer (fault action)", OTHER = "other rejections";
+  const REASON_COLORS = ["#d70015", "#ff9f0a", "#af52de", "#ff2d55", "#a2845e", "#32ade6"];
+  const CHART_REASONS = 6;   // reasons with a colour of their own; the rest are "other rejections"
+
+  // One sample per second or more (never from the extra polls in between): the accepted and
+  // rejected answers since the previous sample, from the totals since start (which Clear and reset
+  // do not move back), the rejections split by reason and the answers a fault action withheld.
+  function chartSample(stats, now) {
+    const chart = state.chart;
+    const reasons = stats.byReason || {};
+    let byReasons = 0;
+    for (const count of Object.values(reasons)) byReasons += count;
+    const totals = stats.sinceStart || stats;
+    // The samples are placed on the mock's own clock: its uptime when it counted
+    // (averageRequestsPerSecond is sinceStart.requests over it; the browser's clock until the first
+    // request), so that an answer slow to reach a busy browser draws no dip, spike or gap.
+    const uptime = stats.sinceStart && stats.averageRequestsPerSecond > 0 ? stats.sinceStart.requests / stats.averageRequestsPerSecond : null;
+    const current = { at: now, t: uptime !== null ? uptime * 1000 : now, uptime, accepted: totals.accepted,
+      rejected: totals.rejected, reasons, noAnswer: stats.rejected - byReasons, baseline: state.baseline };
+    const prev = chart.prev;
+    if (prev && now - prev.at < 950) return;
+    chart.prev = current;
+    if (!prev) { chart.now = current.t; drawChart(); return; }
+    if (prev.uptime === null && uptime !== null) {
+      // The first requests: what was drawn on the browser's clock moves onto the mock's.
+      const shift = current.t - now;
+      for (const sample of chart.samples) sample.end += shift;
+      prev.t += shift;
+    }
+    let seconds = (current.t - prev.t) / 1000;
+    if (!(seconds >= 0.2)) seconds = (now - prev.at) / 1000;
+    // Across a reset the split restarts from zero; the totals never do.
+    const same = prev.baseline === current.baseline;
+    const values = new Map();
+    const accepted = Math.max(0, current.accepted - prev.accepted);
+    const rejected = Math.max(0, current.rejected - prev.rejected);
+    if (accepted) values.set(ACCEPTED, accepted);
+    let explained = 0;
+    for (const [reason, count] of Object.entries(reasons)) {
+      const delta = Math.min(rejected - explained, Math.max(0, count - (same ? prev.reasons[reason] || 0 : 0)));
+      if (delta > 0) { values.set(reason, delta); explained += delta; }
+    }
+    const withheld = Math.min(rejected - explained, Math.max(0, current.noAnswer - (same ? prev.noAnswer : 0)));
+    if (withheld > 0) { values.set(NO_ANSWER, withheld); explained += withheld; }
+    if (rejected > explained) values.set(OTHER, rejected - explained);
+    chart.samples.push({ end: current.t, seconds, values, total: accepted + rejected });
+    chart.now = current.t;
+    while (chart.samples.length && chart.samples[0].end < current.t - CHART_SECONDS * 1000) chart.samples.shift();
+    $("count-rps").textContent = Math.round((accepted + rejected) / seconds).toLocaleString();
+    drawChart();
   }
 
+  function colorOf(key) {
+    if (key === ACCEPTED) return "#248a3d";
+    if (key === NO_ANSWER) return "#5e5ce6";
+    if (key === OTHER) return "#8e8e93";
+    const colors = state.chart.colors;
+    if (!colors.has(key)) colors.set(key, REASON_COLORS[colors.size % REASON_COLORS.length]);
+    return colors.get(key);
+  }
+
+  function compact(value) {
+    if (value >= 1e6) return (value / 1e6).toFixed(value >= 1e7 ? 0 : 1).replace(/\.0$/, "") + "M";
+    if (value >= 1e3) return (value / 1e3).toFixed(value >= 1e4 ? 0 : 1).replace(/\.0$/, "") + "k";
+    return Number.isInteger(value) ? String(value) : value.toFixed(1);
+  }
+  function rateText(value) { return value >= 10 || value === 0 ? Math.round(value).toLocaleString() : value.toFixed(1); }
+
+  function drawChart() {
+    const chart = state.chart;
+    const canvas = $("rate-chart");
+    const width = canvas.clientWidth, height = canvas.clientHeight;
+    if (!width || !height) return;
+    const ratio = window.devicePixelRatio || 1;
+    if (canvas.width !== Math.round(width * ratio) || canvas.height !== Math.round(height * ratio)) {
+      canvas.width = Math.round(width * ratio);
+      canvas.height = Math.round(height * ratio);
+    }
+    const context = canvas.getContext("2d");
+    context.setTransform(ratio, 0, 0, ratio, 0, 0);
+    context.clearRect(0, 0, width, height);
+    const left = 46, right = 6, top = 6, bottom = 18;
+    const plotWidth = width - left - right, plotHeight = height - top - bottom;
+    const now = chart.now !== undefined ? chart.now : 0;
+    const xOf = (t) => left + plotWidth * (1 - (now - t) / (CHART_SECONDS * 1000));
+
+    // The reasons seen in the window, the most frequent first; past CHART_REASONS they are "other".
+    const totals = new Map();
+    let peak = 0;
+    for (const sample of chart.samples) {
+      for (const [key, count] of sample.values) totals.set(key, (totals.get(key) || 0) + count);
+      peak = Math.max(peak, sample.total / sample.seconds);
+    }
+    const reasons = [...totals.keys()].filter((key) => key !== ACCEPTED && key !== NO_ANSWER && key !== OTHER)
+      .sort((a, b) => totals.get(b) - totals.get(a));
+    const ownColor = new Set(reasons.slice(0, CHART_REASONS));
+    const order = [ACCEPTED, ...reasons.slice(0, CHART_REASONS), OTHER, NO_ANSWER];
+    const keyOf = (key) => key === ACCEPTED || key === NO_ANSWER || key === OTHER || ownColor.has(key) ? key : OTHER;
+
+    // A round top for the scale: 1, 2 or 5 times a power of ten.
+    let scale = 1;
+    if (peak > 1) {
+      const power = Math.pow(10, Math.floor(Math.log10(peak)));
+      scale = [1, 2, 5, 10].map((m) => m * power).find((m) => m >= peak);
+    }
+    context.font = "11px system-ui, sans-serif";
+    context.fillStyle = "#6e6e73";
+    context.strokeStyle = "#e5e5ea";
+    context.lineWidth = 1;
+    context.textAlign = "right";
+    context.textBaseline = "middle";
+    for (const fraction of peak > 0 ? [0, 0.5, 1] : [0]) {
+      const y = Math.round(top + plotHeight * (1 - fraction)) + 0.5;
+      context.beginPath(); context.moveTo(left, y); context.lineTo(left + plotWidth, y); context.stroke();
+      context.fillText(compact(scale * fraction) + "/s", left - 5, y);
+    }
+    context.textAlign = "center";
+    context.textBaseline = "top";
+    for (let minute = CHART_SECONDS / 60; minute >= 0; minute--) {
+      const x = xOf(now - minute * 60000);
+      context.textAlign = minute === 0 ? "right" : minute === CHART_SECONDS / 60 ? "left" : "center";
+      context.fillText(minute === 0 ? "now" : "\u2212" + minute + " min", x, top + plotHeight + 4);
+    }
+
+    // One stacked bar per sample, as wide as the time it covers.
+    for (const sample of chart.samples) {
+      const x0 = Math.max(left, xOf(sample.end - sample.seconds * 1000)), x1 = xOf(sample.end);
+      if (x1 <= left) continue;
+      const barWidth = Math.max(1, x1 - x0 - (x1 - x0 > 3 ? 1 : 0));
+      const stacked = new Map();
+      for (const [key, count] of sample.values) stacked.set(keyOf(key), (stacked.get(keyOf(key)) || 0) + count);
+      let y = top + plotHeight;
+      for (const key of order) {
+        const count = stacked.get(key);
+        if (!count) continue;
+        const barHeight = Math.max(1, (count / sample.seconds) / scale * plotHeight);
+        context.fillStyle = colorOf(key);
+        context.fillRect(x0, y - barHeight, barWidth, barHeight);
+        y -= barHeight;
+      }
+    }
+    if (peak === 0) {
+      context.fillStyle = "#6e6e73";
+      context.textAlign = "center";
+      context.textBaseline = "middle";
+      context.fillText(chart.samples.length ? "no requests in the last " + CHART_SECONDS / 60 + " minutes" : "measuring\u2026",
+        left + plotWidth / 2, top + plotHeight / 2);
+    }
+
+    // The legend, as text: each outcome's rate in the latest sample and its count in the window.
+    const latest = chart.samples[chart.samples.length - 1];
+    const legend = $("rate-legend");
+    legend.replaceChildren();
+    const described = [];
+    for (const key of order) {
+      const members = [...totals.keys()].filter((k) => keyOf(k) === key);
+      if (!members.length) continue;
+      let inWindow = 0, rate = 0;
+      for (const member of members) {
+        inWindow += totals.get(member);
+        if (latest && latest.values.get(member)) rate += latest.values.get(member) / latest.seconds;
+      }
+      const item = el("li");
+      item.dataset.outcome = key;
+      const swatch = el("span", "swatch");
+      swatch.style.background = colorOf(key);
+      item.append(swatch, el("span", "name", key), el("b", null, rateText(rate) + "/s"),
+        el("span", "window", "(" + inWindow.toLocaleString() + " in " + CHART_SECONDS / 60 + " min)"));
+      if (key === OTHER && members.length > 1) item.title = members.join(", ");
+      legend.append(item);
+      described.push(key + " " + rateText(rate) + " per second");
+    }
+    if (!legend.childElementCount) {
+      legend.append(el("li", "empty", chart.samples.length ? "No answers in the last " + CHART_SECONDS / 60 + " minutes."
+        : "Measuring: the first bar comes with the second answer of /v1/stats, a second after the first."));
+    }
+    setText($("rate-now"), peak > 0 ? "peak " + rateText(peak) + "/s" : "");
+    canvas.dataset.samples = String(chart.samples.length);
+    canvas.dataset.peak = String(Math.round(peak));
+    canvas.setAttribute("aria-label", "Answers per second over the last " + CHART_SECONDS / 60 + " minutes, peak " +
+      rateText(peak) + (described.length ? "; now " + described.join(", ") : "; none"));
+  }
+  window.addEventListener("resize", () => drawChart());
+
   // ---------- the event stream (GET /v1/events, read with fetch so that it can carry the token) ----------
-  function filterParameters() {
+  // The filter as the query API and the stream take it.
+  function queryParameters() {
     const parameters = new URLSearchParams();
     for (const name of FILTERS) {
       const value = $("f-" + name).value.trim();
       if (value) parameters.set(name, value);
     }
     parameters.set("outcome", $("f-outcome").value);
+    return parameters;
+  }
+  function isFiltered() { return [...queryParameters().keys()].length > 1 || $("f-outcome").value !== "all"; }
+  function filterParameters() {
+    const parameters = queryParameters();
     parameters.set("maxRate", String(MAX_RATE));
     return parameters;
   }
@@ -290,14 +526,13 @@
     pollStats();
   }
 
+  // Records of the stream the page did not show (skipped by the server, dropped by the page, or
+  // jumped over when it resumed): the summary above the feed and the header use it with a filter,
+  // where the mock's own numbers do not say how many records match.
   function addSkipped(count) {
     if (!count) return;
     state.skipped += count;
-    $("count-skipped").textContent = state.skipped.toLocaleString();
-    const notice = $("skip-notice");
-    notice.hidden = false;
-    notice.textContent = "Not every record is shown: " + state.skipped.toLocaleString() +
-      " were skipped (the page keeps the newest " + KEEP + "; GET /v1/notifications has them all while the ring holds them).";
+    updateNotices();
   }
 
   function scheduleFrame() {
@@ -325,8 +560,178 @@
       const old = state.kept.shift();
       removeRendered(old);
     }
-    $("count-shown").textContent = state.kept.length.toLocaleString();
-    $("feed-empty").hidden = state.kept.length > 0;
+    updateShown();
+    pollStatsSoon();
+  }
+
+  function setText(node, text) { if (node.textContent !== text) node.textContent = text; }
+  function updateShown() {
+    setText($("count-shown"), (state.kept.length + state.older.length).toLocaleString());
+    $("feed-empty").hidden = state.kept.length + state.older.length > 0;
+    updateNotices();
+  }
+
+  // ---------- older records: what the mock holds that the page does not show ----------
+  // The mock's ring holds the records seq first..last (the newest recording.capacity since the last
+  // Clear or reset); the counts say how many arrived since, so the difference was evicted: gone.
+  function held(stats) {
+    if (!stats) return null;
+    const recording = stats.recording;
+    return {
+      first: recording.lastSeq - recording.records + 1, last: recording.lastSeq, records: recording.records,
+      capacity: recording.capacity,
+      gone: recording.records >= recording.capacity ? Math.max(0, stats.requests - recording.records) : 0,
+    };
+  }
+  // The seq below which the page shows nothing (older records are looked for below it).
+  function olderBefore(ring) {
+    let before = state.older.length ? state.older[state.older.length - 1].seq
+      : state.kept.length ? state.kept[0].seq
+      : (state.lastSeq !== null ? state.lastSeq : ring.last) + 1;
+    if (state.olderScanned !== null) before = Math.min(before, state.olderScanned);
+    return before;
+  }
+
+  function updateNotices() {
+    const ring = held(state.stats);
+    if (!ring) return;
+    const sentences = [];
+    let loadable = 0;   // records that Load older would find (-1: unknown, with a filter)
+    const before = olderBefore(ring);
+    const filtered = isFiltered();
+    if (ring.capacity === 0) {
+      sentences.push("Recording is off (recording.capacity 0): the mock keeps no records.");
+    } else {
+      if (!filtered) {
+        loadable = Math.max(0, before - Math.max(ring.first, 1));
+        if (loadable > 0) {
+          sentences.push(loadable.toLocaleString() + " older record" + (loadable === 1 ? "" : "s") + " not shown (seq " +
+            Math.max(ring.first, 1).toLocaleString() + "–" + (before - 1).toLocaleString() + ", still held by the mock).");
+        }
+      } else if (state.olderExhausted || before <= ring.first) {
+        if (state.olderExhausted) sentences.push("No older records match the filter.");
+      } else {
+        loadable = -1;
+        sentences.push("Older records matching the filter may be held (the mock holds seq " +
+          ring.first.toLocaleString() + "–" + ring.last.toLocaleString() + ").");
+      }
+      if (ring.gone > 0) {
+        sentences.push(ring.gone.toLocaleString() + " older record" + (ring.gone === 1 ? " was" : "s were") +
+          " evicted and " + (ring.gone === 1 ? "is" : "are") + " gone: the mock keeps the newest " +
+          ring.capacity.toLocaleString() + " (recording.capacity).");
+      }
+    }
+    // The summary above the feed: what is shown of what the mock holds, and where the rest is.
+    const shown = state.kept.length + state.older.length;
+    let summary = "", notShown = state.skipped;
+    if (ring.capacity > 0 && !filtered) {
+      notShown = Math.max(0, ring.records - shown);
+      const others = Math.max(0, notShown - loadable);
+      if (shown > 0 && notShown > 0) {
+        const parts = [];
+        if (loadable > 0) parts.push(loadable.toLocaleString() + " older than these (Load older, at the end of the page)");
+        if (others > 0) parts.push(others.toLocaleString() + " between and after them were skipped (the page takes at most " +
+          MAX_RATE.toLocaleString() + " records a second and keeps the newest " + KEEP + ")");
+        summary = "Showing " + shown.toLocaleString() + " of the " + ring.records.toLocaleString() +
+          " records the mock holds: " + parts.join("; ") + ".";
+        if (ring.gone > 0) summary += " " + ring.gone.toLocaleString() + " more " + (ring.gone === 1 ? "was" : "were") + " evicted and " + (ring.gone === 1 ? "is" : "are") + " gone.";
+      }
+    } else if (state.skipped > 0) {
+      summary = "Not every matching record is shown: " + state.skipped.toLocaleString() + " were skipped (the page takes at most " +
+        MAX_RATE.toLocaleString() + " records a second and keeps the newest " + KEEP + "); Load older, at the end of the page, looks for older ones.";
+    }
+    const top = $("skip-notice");
+    top.hidden = summary === "";
+    setText(top, summary);
+    setText($("count-skipped"), notShown.toLocaleString());
+
+    const notice = $("older-notice");
+    notice.hidden = sentences.length === 0;
+    setText($("older-text"), sentences.join(" "));
+    const button = $("older-load");
+    button.hidden = loadable === 0;
+    const full = state.older.length >= OLDER_MAX;
+    button.disabled = state.loadingOlder || full;
+    setText(button, loadable > 0 ? "Load " + Math.min(OLDER_PAGE, loadable) + " older" : "Load older");
+    button.title = full ? "The page shows at most " + OLDER_MAX.toLocaleString() + " older records: the JSON link has the rest"
+      : "GET /v1/notifications for the records before the oldest shown";
+    const link = $("older-link");
+    link.hidden = loadable === 0;
+    const parameters = queryParameters();
+    parameters.set("since", String(Math.max(ring.first - 1, before - 1 - 1000, 0)));
+    parameters.set("limit", "1000");
+    const href = "/v1/notifications?" + parameters;
+    if (link.getAttribute("href") !== href) link.setAttribute("href", href);
+
+    // Loaded older records: their range, and what lies between them and the live feed.
+    const section = $("older");
+    section.hidden = state.older.length === 0;
+    if (state.older.length) {
+      const newest = state.older[0].seq, oldest = state.older[state.older.length - 1].seq;
+      setText($("older-title"), "Older records, loaded: seq " + oldest.toLocaleString() + "–" + newest.toLocaleString());
+      const gap = state.kept.length ? state.kept[0].seq - newest - 1 : 0;
+      const gapNotice = $("older-gap");
+      gapNotice.hidden = gap <= 0;
+      if (gap > 0) {
+        setText(gapNotice, filtered
+          ? "Records after seq " + newest.toLocaleString() + " up to the live feed's oldest are not shown here: the live feed keeps its newest " + KEEP + "."
+          : gap.toLocaleString() + " record" + (gap === 1 ? "" : "s") + " between these and the live feed " +
+            (gap === 1 ? "is" : "are") + " not shown: the live feed keeps its newest " + KEEP + ".");
+      }
+    }
+  }
+
+  async function loadOlder() {
+    if (state.loadingOlder || state.older.length >= OLDER_MAX) return;
+    state.loadingOlder = true;
+    $("older-load").disabled = true;
+    const message = $("older-message");
+    message.className = "message";
+    message.textContent = "";
+    const generation = state.feedGeneration;
+    try {
+      const ring = held(await api("GET", "/v1/stats"));
+      const filtered = isFiltered();
+      // Without a filter the OLDER_PAGE seqs before the oldest shown are the records to load;
+      // with one, OLDER_SCAN seqs at a time are looked through until some match.
+      const window = filtered ? OLDER_SCAN : OLDER_PAGE;
+      let before = olderBefore(ring), found = [];
+      for (let round = 0; round < 20 && found.length === 0 && before > ring.first; round++) {
+        const since = Math.max(ring.first - 1, before - 1 - window, 0);
+        const parameters = queryParameters();
+        parameters.set("since", String(since));
+        parameters.set("limit", String(window));
+        const page = await api("GET", "/v1/notifications?" + parameters);
+        if (generation !== state.feedGeneration) return;
+        const limit = before;
+        found = page.notifications.filter((record) => record.seq < limit);
+        before = since + 1;
+        state.olderScanned = found.length ? null : before;
+      }
+      if (found.length === 0) {
+        if (before <= ring.first) state.olderExhausted = true;
+        message.textContent = before <= ring.first
+          ? "Nothing older: the mock holds no record before seq " + Math.max(ring.first, 1).toLocaleString() + "."
+          : "Nothing matched in the " + (20 * window).toLocaleString() + " records looked through; Load older looks further.";
+      }
+      found = found.slice(-Math.min(OLDER_PAGE, OLDER_MAX - state.older.length));
+      for (let index = found.length - 1; index >= 0; index--) appendOlder(found[index]);
+    } catch (error) {
+      message.className = "message bad";
+      message.textContent = truncate(error.message, 300);
+    } finally {
+      state.loadingOlder = false;
+      updateShown();
+    }
+  }
+  $("older-load").addEventListener("click", loadOlder);
+
+  function appendOlder(record) {
+    const node = render(record, classify(record));
+    node.dataset.seq = String(record.seq);
+    state.olderRecords.set(record.seq, record);
+    $("older-feed").append(node);
+    state.older.push({ seq: record.seq, el: node });
   }
 
   function removeRendered(entry) {
@@ -554,7 +959,7 @@
   }
 
   function showDetail(seq) {
-    const record = state.records.get(seq);
+    const record = state.records.get(seq) || state.olderRecords.get(seq);
     if (!record) return;
     const detail = $("detail");
     detail.replaceChildren();
@@ -776,26 +1181,53 @@
       connect();
     }
   });
+  // Clear forgets the records and starts the counts again: the page then shows what the mock
+  // holds from there, read again from the stream, and never an answer to /v1/stats sent before.
   $("clear").addEventListener("click", async () => {
+    state.clearing = true;
+    state.statsApplied = ++state.statsTicket;
     try {
       await api("DELETE", "/v1/notifications");
-      resetFeed();
-    } catch (error) { setStatus("clear failed: " + truncate(error.message, 80), "error"); }
+      state.clearing = false;
+      state.baseline = null;
+      startAgain("since Clear at " + clock());
+    } catch (error) {
+      state.clearing = false;
+      setStatus("clear failed: " + truncate(error.message, 80), "error");
+    }
   });
+
+  // After Clear, or a reset seen in the counts: no card from before stays, the stream starts
+  // again from what the mock holds (the newest KEEP of it), and the counts say since when.
+  function startAgain(basis) {
+    state.basis = basis;
+    $("count-basis").textContent = basis;
+    resetFeed();
+    state.lastSeq = null;
+    state.goaways = [];
+    $("goaway-notice").hidden = true;
+    if (!state.paused) connect();
+    pollStats();
+  }
 
   function resetFeed() {
     state.queue = [];
     state.kept = [];
     state.groups.clear();
     state.records.clear();
+    state.older = [];
+    state.olderRecords.clear();
+    state.olderScanned = null;
+    state.olderExhausted = false;
+    state.feedGeneration++;
+    $("older-feed").replaceChildren();
+    $("older-message").textContent = "";
     state.skipped = 0;
     $("feed").replaceChildren();
-    $("feed-empty").hidden = false;
-    $("count-shown").textContent = "0";
-    $("count-skipped").textContent = "0";
     $("skip-notice").hidden = true;
     state.refused = [];
     $("refused-notice").hidden = true;
+    updateShown();
   }
 
   async function start() {
@@ -812,6 +1244,7 @@
   }
 
   fillPushTypes();
+  drawChart();
   setInterval(() => { if (!state.needToken) pollStats(); }, 1000);
   setInterval(() => { if (!state.needToken) { loadDevices(); loadFaults(); } }, 5000);
   start();
