@@ -91,8 +91,10 @@ public enum PushType: String, CaseIterable, Sendable, Codable {
         self == .background ? 5 : 10
     }
 
-    /// Which provider authentication may send this type (Apple: location pushes need token
-    /// authentication, MDM pushes the MDM certificate). Kept as data for the authentication checks.
+    /// Which provider authentication Apple says may send this type (location pushes need token
+    /// authentication, MDM pushes the MDM certificate). Neither is refused: a location push over a
+    /// certificate gets the finding `location-over-certificate` (refused under strict lint), and an
+    /// MDM push with a token is accepted (docs/validation.md).
     public var requiredAuthentication: AuthenticationRequirement {
         switch self {
         case .location: return .tokenOnly

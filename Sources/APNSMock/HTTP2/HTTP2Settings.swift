@@ -7,8 +7,8 @@ public struct HTTP2Settings: Sendable, Equatable {
     public var initialWindowSize: UInt32 = 65535
     public var maxFrameSize: UInt32 = 16384
     /// Advertised and enforced: a request whose header list (name + value + 32 per field, as
-    /// RFC 9113 counts it) exceeds this is reset with RST_STREAM, the rest of the connection
-    /// carries on.
+    /// RFC 9113 counts it) exceeds this is answered 431 by the session (RFC 6585, RFC 9113
+    /// §10.5.1); the rest of the connection carries on.
     public var maxHeaderListSize: UInt32 = 8000
     /// MAX_CONCURRENT_STREAMS of a token-auth connection until a request carries a valid token
     /// (APNs: 1). Certificate-auth connections get ``maxConcurrentStreams`` at once. Load tools
