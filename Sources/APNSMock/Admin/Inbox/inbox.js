@@ -487,21 +487,8 @@
         : "over the connection's limit of " + notice.limit + " concurrent streams";
     const line = "Connection " + notice.connectionId + ": " + notice.count + " stream" + (notice.count === 1 ? "" : "s") +
       " refused " + cause + " (streams " + notice.firstStreamId + "\u2013" + notice.lastStreamId + ")";
-    state.refused.unshift(line);
-    state.refused.length = Math.min(state.refused.length, 5);
-    const box = $("refused-notice");
-    box.hidden = false;
-    box.textContent = "";
-    const title = document.createElement("b");
-    title.textContent = "Refused streams (RST_STREAM REFUSED_STREAM): a client that does not retry them loses those pushes, and they are not records.";
-    const list = document.createElement("ul");
-    for (const text of state.refused) {
-      const item = document.createElement("li");
-      item.textContent = text;
-      list.appendChild(item);
-    }
-    box.append(title, list);
-    pollStats();
+    showNotices(state.refused, line, "refused-notice",
+      "Refused streams (RST_STREAM REFUSED_STREAM): a client that does not retry them loses those pushes, and they are not records.");
   }
 
   // GOAWAYs the mock sent are no records either: the latest few, with their cause.
@@ -509,15 +496,21 @@
     const line = "Connection " + notice.connectionId + ": GOAWAY " + notice.code + " (" + notice.cause + ")" +
       ", last stream " + notice.lastStreamId + (notice.debugData ? ", " + notice.debugData : "") +
       " \u2014 streams above it were not processed";
-    state.goaways.unshift(line);
-    state.goaways.length = Math.min(state.goaways.length, 5);
-    const box = $("goaway-notice");
+    showNotices(state.goaways, line, "goaway-notice",
+      "GOAWAY sent: clients resend the streams above the last stream id on a new connection.");
+  }
+
+  // Keeps the newest five of `lines` (newest first) and shows them in the notice box `id`.
+  function showNotices(lines, line, id, titleText) {
+    lines.unshift(line);
+    lines.length = Math.min(lines.length, 5);
+    const box = $(id);
     box.hidden = false;
     box.textContent = "";
     const title = document.createElement("b");
-    title.textContent = "GOAWAY sent: clients resend the streams above the last stream id on a new connection.";
+    title.textContent = titleText;
     const list = document.createElement("ul");
-    for (const text of state.goaways) {
+    for (const text of lines) {
       const item = document.createElement("li");
       item.textContent = text;
       list.appendChild(item);
