@@ -12,11 +12,14 @@ struct SessionResumptionTests {
         try await MockHarness.withRunningMock { mock in
             let session = FileManager.default.temporaryDirectory.appendingPathComponent("apns-mock-session-\(UUID()).pem").path
             defer { try? FileManager.default.removeItem(atPath: session) }
-            let common = ["s_client", "-connect", "127.0.0.1:\(mock.apnsPort)", "-servername", "localhost", "-alpn", "h2",
-                          "-CAfile", mock.caPath, version, "-verify_return_error"]
-            let first = try await ExternalTool.run("openssl", common + ["-sess_out", session], stdin: Data())
+            let common = "openssl s_client -connect 127.0.0.1:\(mock.apnsPort) -servername localhost -alpn h2"
+                + " -CAfile \(mock.caPath) \(version) -verify_return_error"
+            // Standard input stays open for a second, so that the client reads the session ticket
+            // a TLS 1.3 server sends after the handshake before it closes (with stdin at its end at
+            // once, a slow run closed first and saved no session).
+            let first = try await ExternalTool.run("sh", ["-c", "sleep 1 | \(common) -sess_out \(session) 2>&1"])
             #expect(first.text.contains("New, TLSv1."), "\(first.text.prefix(600))")
-            let second = try await ExternalTool.run("openssl", common + ["-sess_in", session], stdin: Data())
+            let second = try await ExternalTool.run("sh", ["-c", "sleep 1 | \(common) -sess_in \(session) 2>&1"])
             #expect(second.text.contains("Reused, TLSv1."), "\(second.text.prefix(600))")
         }
     }
