@@ -644,14 +644,16 @@ final class HTTP2Session {
         return false
     }
 
-    /// A frame went out; RST_STREAM ids are remembered (see ``beginFrame(type:streamID:)``), and
-    /// a response's last frame settles its record's ``RawRecord/responseWritten``.
+    /// A GOAWAY went out (this side's or nghttp2's own): streams above its last stream id are
+    /// ignored from now on, and the delegate counts and tells it.
     fileprivate func sentGoAway(code: UInt32, lastStreamID: Int32) {
         goAwayLastStream = min(goAwayLastStream, lastStreamID)
         goAwayWentOut = true
         delegate.session(self, sentGoAway: code, lastStreamID: lastStreamID)
     }
 
+    /// A frame went out; RST_STREAM ids are remembered (see ``beginFrame(type:streamID:)``), and
+    /// a response's last frame settles its record's ``RawRecord/responseWritten``.
     fileprivate func sentFrame(type: UInt8, streamID: Int32, endStream: Bool) {
         if type == UInt8(NGHTTP2_RST_STREAM.rawValue) {
             recentlyReset.insert(streamID)
@@ -902,8 +904,8 @@ struct FrameHeaderScanner {
                 }
                 continue
             }
-            // A header cut by the chunk's end: collected here until whole.
-            let firstOfChunk = headerBytes == 0
+            // A header cut by the chunk's end: collected here until whole. One begun in an earlier
+            // chunk goes on at this chunk's first byte, so `start` is 0 for it.
             let start = index
             let taken = min(9 - headerBytes, count - index)
             withUnsafeMutableBytes(of: &partial) { held in
@@ -912,9 +914,8 @@ struct FrameHeaderScanner {
             headerBytes += taken
             index += taken
             guard headerBytes == 9 else {
-                // The chunk ended first: hold these bytes (a header begun in an earlier chunk was
-                // held from the start of this one, and nothing of this chunk came before it).
-                return firstOfChunk ? .heldFrom(start) : .heldFrom(0)
+                // The chunk ended first: hold its bytes from the header's start on.
+                return .heldFrom(start)
             }
             headerBytes = 0
             let (length, stream) = withUnsafeBytes(of: partial) { (Self.payloadLength($0.baseAddress!), Self.dataStream($0.baseAddress!)) }
@@ -937,19 +938,20 @@ struct FrameHeaderScanner {
 
     /// The stream id of a HEADERS frame's header, else `nil`.
     private static func headersStream(_ header: UnsafeRawPointer) -> Int32? {
-        let bytes = header.assumingMemoryBound(to: UInt8.self)
-        guard bytes[3] == UInt8(NGHTTP2_HEADERS.rawValue) else { return nil }
-        return Int32(bitPattern: UInt32(bytes[5] & 0x7F) << 24 | UInt32(bytes[6]) << 16
-            | UInt32(bytes[7]) << 8 | UInt32(bytes[8]))
+        stream(of: header, type: NGHTTP2_HEADERS)
     }
 
     /// The stream id of a DATA frame's header (not stream 0), else `nil`.
     private static func dataStream(_ header: UnsafeRawPointer) -> Int32? {
+        stream(of: header, type: NGHTTP2_DATA).flatMap { $0 == 0 ? nil : $0 }
+    }
+
+    /// The stream id of a frame header of `type`, else `nil`.
+    private static func stream(of header: UnsafeRawPointer, type: nghttp2_frame_type) -> Int32? {
         let bytes = header.assumingMemoryBound(to: UInt8.self)
-        guard bytes[3] == UInt8(NGHTTP2_DATA.rawValue) else { return nil }
-        let stream = Int32(bitPattern: UInt32(bytes[5] & 0x7F) << 24 | UInt32(bytes[6]) << 16
+        guard bytes[3] == UInt8(type.rawValue) else { return nil }
+        return Int32(bitPattern: UInt32(bytes[5] & 0x7F) << 24 | UInt32(bytes[6]) << 16
             | UInt32(bytes[7]) << 8 | UInt32(bytes[8]))
-        return stream == 0 ? nil : stream
     }
 }
 
