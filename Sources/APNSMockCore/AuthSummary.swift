@@ -7,7 +7,7 @@
 /// reference rather than four strings (about 200 instructions a request), and a record's shape
 /// compares it with its own by identity first. Setting a field makes a new object.
 public struct AuthSummary: Sendable, Equatable, Codable {
-    public enum Method: String, Sendable, Codable {
+    public enum Method: String, Sendable, Codable, CaseIterable {
         case token
         case certificate
     }

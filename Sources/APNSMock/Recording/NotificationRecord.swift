@@ -10,7 +10,7 @@ import APNSMockCore
 /// but `shrink-streams` and `ignore-pings`).
 public struct NotificationRecord: Codable, Sendable, Equatable {
     /// How ``payload`` holds the body.
-    public enum PayloadEncoding: String, Codable, Sendable {
+    public enum PayloadEncoding: String, Codable, Sendable, CaseIterable {
         /// The body parsed as JSON and is embedded as JSON.
         case json
         /// Not JSON but valid UTF-8: embedded as a string.
