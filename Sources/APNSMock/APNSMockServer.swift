@@ -12,7 +12,7 @@ import ServiceLifecycle
 /// `apns-mock serve` puts ``services()`` into its own group, with SIGTERM and SIGINT as graceful
 /// shutdown signals. In-process users (tests, ``MockHarness``) call ``start()``, which runs the same
 /// services in a group of their own and returns once every listener is bound;
-/// ``RunningAPNSListener/shutdown()`` stops it the same way a signal does.
+/// ``RunningAPNSMock/shutdown()`` stops it the same way a signal does.
 public struct APNSMockServer: Sendable {
     public let configuration: ServerConfiguration
     public let logger: Logger
@@ -40,7 +40,7 @@ public struct APNSMockServer: Sendable {
 
     /// Runs the services in a service group of their own and returns once every listener is
     /// bound; throws what stopped one from binding.
-    public func start() async throws -> RunningAPNSListener {
+    public func start() async throws -> RunningAPNSMock {
         let assembly = try assemble()
         let group = ServiceGroup(
             configuration: .init(
@@ -64,7 +64,7 @@ public struct APNSMockServer: Sendable {
             try await task.value
             throw MockStartError()
         }
-        return RunningAPNSListener(board: assembly.board, state: assembly.state, services: group, task: task, logger: logger)
+        return RunningAPNSMock(board: assembly.board, state: assembly.state, services: group, task: task, logger: logger)
     }
 
     /// What one run of the mock is made of.
@@ -235,7 +235,7 @@ public struct MockStartError: Error, CustomStringConvertible {
 }
 
 /// A running mock started in-process by ``APNSMockServer/start()``: every listener bound.
-public final class RunningAPNSListener: Sendable {
+public final class RunningAPNSMock: Sendable {
     private let board: ListenerBoard
     private let state: MockState
     private let services: ServiceGroup
@@ -288,3 +288,7 @@ public final class RunningAPNSListener: Sendable {
         logger.info("apns-mock stopped")
     }
 }
+
+/// The name ``RunningAPNSMock`` had before: it is the whole running mock, not one listener.
+@available(*, deprecated, renamed: "RunningAPNSMock")
+public typealias RunningAPNSListener = RunningAPNSMock

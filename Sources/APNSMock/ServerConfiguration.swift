@@ -13,7 +13,7 @@ import NIOCore
 /// and adjust them (usually `port: 0` and timeouts shorter than a second).
 public struct ServerConfiguration: Sendable {
     public var host: String
-    /// 0 picks a free port; the chosen one is reported by ``RunningAPNSListener/port``.
+    /// 0 picks a free port; the chosen one is reported by ``RunningAPNSMock/port``.
     public var port: Int
     /// More ports the APNs listener binds on `host`, each served like `port` (Apple's APNs
     /// answers on 443 and 2197). 0 picks a free one.
@@ -130,7 +130,7 @@ public struct ServerConfiguration: Sendable {
 /// The admin listener's runtime settings, derived from ``Configuration/Admin``.
 public struct AdminSettings: Sendable {
     public var host: String
-    /// 0 picks a free port; the chosen one is reported by ``RunningAPNSListener/adminPort``.
+    /// 0 picks a free port; the chosen one is reported by ``RunningAPNSMock/adminPort``.
     public var port: Int
     /// When set, every admin request needs `Authorization: Bearer <token>`.
     public var token: String?

@@ -95,7 +95,7 @@ public enum MockHarness {
 
 /// A mock started by ``MockHarness``.
 public struct RunningMock: Sendable {
-    public let listener: RunningAPNSListener
+    public let listener: RunningAPNSMock
     public let certificates: TestCertificates
 
     /// The APNs listener's port on 127.0.0.1.

@@ -43,7 +43,7 @@ struct AuthState {
 
     /// The connection was answered ExpiredProviderToken (by its token's age, or a fault rule said
     /// so): its token is expired on every connection from now on (``TokenRegistry``).
-    mutating func tokenExpired(registry: any TokenState, clock: any ClockState) {
+    mutating func tokenExpired(registry: any TokenBackend, clock: any ClockBackend) {
         guard let binding, !binding.expired else { return }
         binding.expired = true
         registry.expire(binding.tokenId, offset: clock.offsetSeconds)
@@ -101,8 +101,8 @@ struct Authenticator: Sendable {
     /// keeps every topic allowed; otherwise the key or certificate decides).
     let fallbackTopics: AllowedTopics
     let narrowsTopics: Bool
-    let clock: any ClockState
-    let tokens: any TokenState
+    let clock: any ClockBackend
+    let tokens: any TokenBackend
 
     /// The mock's time in seconds, as ``authenticate(authorization:environment:now:state:)`` wants it.
     func now() -> Int64 { clock.nowSeconds() }

@@ -10,15 +10,15 @@ import Synchronization
 /// change must be all-or-nothing); see each type.
 public final class MockState: Sendable {
     let devices: any VersionedState<DeviceRegistry>
-    let faults: any FaultState
+    let faults: any FaultBackend
     let records: RecordStore
     let statistics: RequestStatistics
     let connections: ConnectionRegistry
     let channels: any ChannelState
     /// The mock's time (`/v1/clock`), read by every time rule.
-    let clock: any ClockState
+    let clock: any ClockBackend
     /// Provider tokens seen, and which expired, across connections.
-    let tokens: any TokenState
+    let tokens: any TokenBackend
     /// Gives freed heap back after this mock's bursts of connections and large admin responses.
     let memory = MemoryReturn()
     /// The connection count at the last reset: a connection's number for fault rules is its id
@@ -32,10 +32,10 @@ public final class MockState: Sendable {
     /// lives, and a second backend"); the records, counts and connections stay in this process.
     struct Parts: Sendable {
         var devices: any VersionedState<DeviceRegistry>
-        var faults: any FaultState
+        var faults: any FaultBackend
         var channels: any ChannelState
-        var tokens: any TokenState
-        var clock: any ClockState
+        var tokens: any TokenBackend
+        var clock: any ClockBackend
 
         /// Today's: every part in this process's memory.
         static func inMemory(_ configuration: ServerConfiguration) -> Parts {
@@ -107,7 +107,7 @@ public final class MockState: Sendable {
 
     /// The rate limiter's time: monotonic, plus the mock clock's offset, so that moving the clock
     /// refills allowances as the time passing would.
-    private static func rateClock(_ clock: any ClockState) -> @Sendable () -> Duration {
+    private static func rateClock(_ clock: any ClockBackend) -> @Sendable () -> Duration {
         let origin = ContinuousClock.now
         return { ContinuousClock.now - origin + .seconds(clock.offsetSeconds) }
     }

@@ -59,7 +59,7 @@ extension ChannelState {
 typealias FaultRuleEntry = FaultStore.Entry
 
 /// The fault rules: matched by the policy stage, managed by the admin API.
-protocol FaultState: AnyObject, Sendable {
+protocol FaultBackend: AnyObject, Sendable {
     /// The configured rules, what ``reset()`` returns to.
     var initial: [FaultRule] { get }
     /// Whether any rule exists: one atomic load, so that a request pays nothing more while none does.
@@ -78,7 +78,7 @@ protocol FaultState: AnyObject, Sendable {
 }
 
 /// Provider tokens across connections: first sightings (on the mock's clock) and expiries.
-protocol TokenState: AnyObject, Sendable {
+protocol TokenBackend: AnyObject, Sendable {
     /// Moves whenever a token is expired (or on reset): one atomic load per request.
     var generation: UInt64 { get }
     /// Notes a token presented with the clock at `offset`; returns when it was first seen and
@@ -91,7 +91,7 @@ protocol TokenState: AnyObject, Sendable {
 }
 
 /// The mock's time: the wall clock plus an offset that `/v1/clock` moves ahead.
-protocol ClockState: AnyObject, Sendable {
+protocol ClockBackend: AnyObject, Sendable {
     var offsetSeconds: Int64 { get }
     func nowMilliseconds() -> Int64
     func nowSeconds() -> Int64
@@ -102,6 +102,6 @@ protocol ClockState: AnyObject, Sendable {
 
 extension VersionedValue: VersionedState {}
 extension ChannelStore: ChannelState {}
-extension FaultStore: FaultState {}
-extension TokenRegistry: TokenState {}
-extension MockClock: ClockState {}
+extension FaultStore: FaultBackend {}
+extension TokenRegistry: TokenBackend {}
+extension MockClock: ClockBackend {}
