@@ -322,7 +322,7 @@ extension APNSConnection: HTTP2SessionDelegate {
             // The stream may be recycled for another stream before the timer fires; its id,
             // unique within the connection, tells (``HTTP2Stream/awaitsAnswer(id:)``). Held back
             // on purpose, it is not a stuck stream.
-            stream.exemptFromTimeouts = true
+            session.delayAnswer(on: stream, id: requestStream.id)
             schedule?(effects.actions.delayMs) { [weak self] in
                 guard let self, case .open(let session) = self.state else { return }
                 self.carryOut(effects, session: session, stream: stream, id: requestStream.id)
@@ -394,7 +394,7 @@ extension APNSConnection: HTTP2SessionDelegate {
             finish(.drained)
         case .hang?:
             if routes.state.holdStream() {
-                stream.isHeld = true
+                session.hold(stream, id: id)
                 heldStreams += 1
                 logger.debug("holding a stream unanswered (fault)", metadata: ["stream": "\(id)"])
             } else {
@@ -417,18 +417,20 @@ extension APNSConnection: HTTP2SessionDelegate {
                 session.answersPings = true
             }
         }
-        let saysWritten = effects.actions.writtenAtOnce(streamOpen: true)
+        let token = ResponseToken(record: effects.recordSeq, saysWritten: effects.actions.writtenAtOnce(streamOpen: true))
         switch effects.response {
-        case .apns(let response)?:
-            session.submit(response, on: stream, id: id, record: effects.recordSeq, recordSaysWritten: saysWritten)
-        case .broadcast(let response)?:
-            session.submit(response, on: stream, id: id, record: effects.recordSeq, recordSaysWritten: saysWritten)
+        case .apns(let response)?: session.submit(response, on: stream, id: id, token: token)
+        case .broadcast(let response)?: session.submit(response, on: stream, id: id, token: token)
         case nil: break
         }
     }
 
-    func session(_ session: HTTP2Session, record: UInt64, responseWritten written: Bool) {
-        routes.state.records.setResponseWritten(written, seq: record)
+    func session(_ session: HTTP2Session, responseFinished token: ResponseToken) {
+        if !token.recordSaysWritten { routes.state.records.setResponseWritten(true, seq: token.record) }
+    }
+
+    func session(_ session: HTTP2Session, responseAbandoned token: ResponseToken) {
+        if token.recordSaysWritten { routes.state.records.setResponseWritten(false, seq: token.record) }
     }
 
     func session(_ session: HTTP2Session, refusedAfterGoAway id: Int32) {
@@ -516,8 +518,20 @@ extension APNSConnection: HTTP2SessionDelegate {
         session.submitMaxConcurrentStreams(limit)
     }
 
-    func session(_ session: HTTP2Session, didCloseHeld stream: HTTP2Stream) {
+    func session(_ session: HTTP2Session, heldStreamClosed id: Int32) {
         heldStreams -= 1
         routes.state.releaseHeldStreams(1)
     }
+}
+
+/// The connection's response tokens stand for records: a record's sequence number, and whether
+/// the record says its response was written, which the session's report then confirms or
+/// corrects (``RawRecord/responseWritten``). No token when there is no record (recording off).
+extension ResponseToken {
+    init(record seq: UInt64, saysWritten: Bool) {
+        self.init(rawValue: seq == 0 ? 0 : seq << 1 | (saysWritten ? 1 : 0))
+    }
+
+    var record: UInt64 { rawValue >> 1 }
+    var recordSaysWritten: Bool { rawValue & 1 != 0 }
 }
