@@ -425,6 +425,52 @@ extension APNSConnection: HTTP2SessionDelegate {
         }
     }
 
+    /// A request whose header list passed the limit this side announced gets HTTP's 431, handed
+    /// over and recorded as every request is, though no API decides it: its headers were never all
+    /// read, so there is nothing to validate. The record belongs to the API whose route takes its
+    /// `:path` (its kind, and its environment when the request names none) and says what was
+    /// answered: status 431 and no reason (Apple has none for it, and the body carries none), the
+    /// fields that came before the limit, no payload, no credentials read; it counts as rejected
+    /// (docs/architecture.md, "Limits and defences").
+    func session(_ session: HTTP2Session, didReceiveOversized stream: HTTP2Stream) {
+        let requestStream = RequestStream(id: stream.id, isOpen: stream.phase == .dispatched && !isFinished)
+        let seq = stream.withRequest { request in recordOversized(request, stream: requestStream) }
+        logger.debug(
+            "header list larger than SETTINGS_MAX_HEADER_LIST_SIZE: answered 431",
+            metadata: ["stream": "\(requestStream.id)", "limit": "\(session.maxHeaderListSize)"])
+        guard requestStream.isOpen else { return }
+        session.submit(
+            HeaderListTooLarge(limit: session.maxHeaderListSize), on: stream, id: requestStream.id,
+            token: ResponseToken(record: seq, saysWritten: requestStream.isOpen))
+    }
+
+    /// Counts and records a request ``session(_:didReceiveOversized:)`` answers. Returns the
+    /// record's sequence number (0: recording is off, or no route takes the request).
+    private func recordOversized(_ request: borrowing PushRequest, stream: RequestStream) -> UInt64 {
+        let state = routes.state
+        state.statistics.count(status: HeaderListTooLarge.status, rejection: nil, action: nil)
+        guard let route = routes.undecidedRoute(for: request.path) else { return 0 }
+        if route.kind != .device { state.statistics.count(kind: route.kind) }
+        guard state.records.isEnabled else { return 0 }
+        let receivedAt = requestState.readTime()
+        let environment = requestState.environment(of: request, context: context, fallback: route.environment)
+        let shape = RequestShape(
+            copy request, interpreted: nil, environment: environment, auth: AuthSummary(),
+            connectionID: UInt64(context.connectionNumber))
+        let details = route.kind == .device
+            ? nil : requestState.shapes.broadcastDetails(kind: route.kind, bundleID: nil, channelID: request.channelID, operation: nil)
+        // The id a query finds it by: the client's, as an answer would have echoed it, else a new one.
+        let requestID = APNSResponse.RequestID.take(
+            route.kind == .device ? request.apnsID : request.requestID, random: &requestState.random)
+        let path = request.path, apnsIDHeader = request.apnsID, offset = state.clock.offsetSeconds
+        return state.records.append { seq in
+            RawRecord(
+                seq: seq, receivedAt: receivedAt, shape: shape, path: path, apnsIDHeader: apnsIDHeader, apnsID: requestID,
+                uniqueID: nil, status: HeaderListTooLarge.status, rejection: nil, injected: false, action: nil,
+                streamID: stream.id, broadcast: details, responseWritten: stream.isOpen, clockOffset: offset)
+        }
+    }
+
     func session(_ session: HTTP2Session, responseFinished token: ResponseToken) {
         if !token.recordSaysWritten { routes.state.records.setResponseWritten(true, seq: token.record) }
     }
@@ -534,4 +580,36 @@ extension ResponseToken {
 
     var record: UInt64 { rawValue >> 1 }
     var recordSaysWritten: Bool { rawValue & 1 != 0 }
+}
+
+/// What recording a request that no API decides (the 431 of an oversized header list) needs of
+/// the API whose route takes it: the kind of its records, and the environment of a request whose
+/// `:authority` and TLS server name name none.
+protocol UndecidedRequestRecording {
+    var recordKind: RecordKind { get }
+    var defaultEnvironment: APNSEnvironment { get }
+}
+
+extension DeviceAPI: UndecidedRequestRecording {
+    var recordKind: RecordKind { .device }
+}
+
+extension BroadcastAPI: UndecidedRequestRecording {
+    var recordKind: RecordKind { .broadcast }
+}
+
+extension ChannelAPI: UndecidedRequestRecording {
+    var recordKind: RecordKind { .channel }
+    var defaultEnvironment: APNSEnvironment { environment }
+}
+
+extension ListenerRoutes {
+    /// Where a request that no API decides belongs: the record kind and default environment of the
+    /// API whose route takes `path` (`nil` when no route does, which ``Routes/table`` rules out).
+    func undecidedRoute(for path: String?) -> (kind: RecordKind, environment: APNSEnvironment)? {
+        guard let index = routeIndex(for: path), let api = routes[index].api as? any UndecidedRequestRecording else {
+            return nil
+        }
+        return (api.recordKind, api.defaultEnvironment)
+    }
 }
