@@ -37,7 +37,7 @@ public struct ServerConfiguration: Sendable {
     public var requestTimeout: TimeAmount
     /// A stream whose response the client has not taken this long after it was answered (a zero
     /// flow-control window, a client that stops reading) ends its connection the same way.
-    /// Streams flagged ``HTTP2Stream/exemptFromTimeouts`` (answers deliberately held back) are
+    /// Streams whose answer is deliberately held back (``HTTP2Stream/isExemptFromTimeouts``) are
     /// not timed.
     public var responseTimeout: TimeAmount
     /// Connections open at once on the TLS listeners together (APNs ports and channel

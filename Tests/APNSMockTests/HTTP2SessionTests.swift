@@ -51,9 +51,20 @@ struct HTTP2SessionTests {
 
         /// Held streams that closed.
         var closedHeld: [Int32] = []
+        /// The tokens of responses that went out, and of those that will not.
+        var finished: [UInt64] = []
+        var abandoned: [UInt64] = []
 
-        func session(_ session: HTTP2Session, didCloseHeld stream: HTTP2Stream) {
-            closedHeld.append(stream.id)
+        func session(_ session: HTTP2Session, responseFinished token: ResponseToken) {
+            finished.append(token.rawValue)
+        }
+
+        func session(_ session: HTTP2Session, responseAbandoned token: ResponseToken) {
+            abandoned.append(token.rawValue)
+        }
+
+        func session(_ session: HTTP2Session, heldStreamClosed id: Int32) {
+            closedHeld.append(id)
         }
 
         /// Feeds bytes, then collects everything the session wants to send.
@@ -220,10 +231,60 @@ struct HTTP2SessionTests {
         harness.autoAnswer = nil
         harness.exchange(Self.request(1))
         let held = try #require(harness.received.first)
-        held.stream.isHeld = true
+        harness.session.hold(held.stream, id: held.id)
+        #expect(held.stream.isHeld)
         harness.exchange(H2.frame(.rstStream, stream: 1, payload: H2.be32(HTTP2ErrorCode.cancel.rawValue)))
         #expect(harness.closedHeld == [1])
         #expect(!held.stream.isHeld)
+    }
+
+    /// A response's token comes back once: when its last frame goes out, or when its stream
+    /// closes (or the connection ends) before; never from inside nghttp2.
+    @Test func responseTokensComeBackOnce() throws {
+        let harness = try Harness()
+        harness.autoAnswer = nil
+        harness.exchange(H2.preface + H2.settings())
+        harness.exchange(Self.request(1) + Self.request(3) + Self.request(5))
+        let streams = harness.received.map(\.stream)
+        #expect(harness.session.submit(TestResponse(status: 200), on: streams[0], id: 1, token: ResponseToken(rawValue: 10)))
+        #expect(harness.session.submit(
+            TestResponse(status: 400, body: Array(#"{"reason":"BadTopic"}"#.utf8)), on: streams[1], id: 3,
+            token: ResponseToken(rawValue: 30)))
+        #expect(harness.finished.isEmpty, "nothing went out yet")
+        harness.drain()
+        #expect(harness.finished == [10, 30])
+        #expect(harness.session.submit(TestResponse(status: 200, body: [1]), on: streams[2], id: 5, token: ResponseToken(rawValue: 50)))
+        // The client resets stream 5 before the answer went out.
+        harness.exchange(H2.frame(.rstStream, stream: 5, payload: H2.be32(HTTP2ErrorCode.cancel.rawValue)))
+        #expect(harness.abandoned == [50])
+        harness.drain()
+        #expect(harness.finished == [10, 30] && harness.abandoned == [50])
+
+        harness.exchange(Self.request(7))
+        let last = try #require(harness.received.last)
+        harness.session.submit(TestResponse(status: 200), on: last.stream, id: 7, token: ResponseToken(rawValue: 70))
+        harness.session.abandonPendingResponses()
+        #expect(harness.abandoned == [50, 70])
+        harness.session.abandonPendingResponses()
+        #expect(harness.abandoned == [50, 70], "told once")
+    }
+
+    /// A stream whose answer is delayed on purpose, or held for good, is not timed as stuck.
+    @Test func delayedAndHeldAnswersAreNotTimed() throws {
+        let harness = try Harness()
+        harness.autoAnswer = nil
+        harness.exchange(H2.preface + H2.settings())
+        harness.exchange(Self.request(1) + Self.request(3) + Self.request(5))
+        let received = harness.received
+        harness.session.delayAnswer(on: received[0].stream, id: 1)
+        harness.session.hold(received[1].stream, id: 3)
+        #expect(harness.session.inspectStreams(now: 0, receiving: 10, answering: 10) == StreamPool.Inspection(stuck: nil, exempt: 2))
+        let later = harness.session.inspectStreams(now: 100, receiving: 10, answering: 10)
+        #expect(later == StreamPool.Inspection(stuck: .dispatched, exempt: 2), "stream 5 waits unexempted")
+        // A delayed answer still goes out.
+        #expect(harness.session.submit(TestResponse(status: 200), on: received[0].stream, id: 1))
+        harness.drain()
+        #expect(harness.status(of: 1) == "200")
     }
 
     @Test func goAwayCarriesItsDebugData() throws {
@@ -522,6 +583,8 @@ struct HTTP2StreamTests {
         stream.open(id: 5)
         #expect(stream.phase == .receiving && stream.id == 5)
         #expect(!stream.awaitsAnswer(id: 5))
+        stream.complete()
+        #expect(stream.phase == .complete && !stream.awaitsAnswer(id: 5))
         stream.dispatch()
         #expect(stream.awaitsAnswer(id: 5))
         #expect(!stream.awaitsAnswer(id: 7))
@@ -531,11 +594,45 @@ struct HTTP2StreamTests {
         #expect(stream.phase == .idle && stream.id == 0 && stream.responseBody.isEmpty)
     }
 
+    /// A response's token is given back once, whichever comes first: its last frame going out, a
+    /// reset or the close.
+    @Test func aResponseTokenIsGivenBackOnce() {
+        let stream = HTTP2Stream()
+        let token = ResponseToken(rawValue: 42)
+        for ending in 0..<3 {
+            stream.open(id: 1)
+            stream.complete()
+            stream.dispatch()
+            stream.respond(body: [1, 2, 3], token: token)
+            switch ending {
+            case 0: #expect(stream.responseSent() == token)
+            case 1: #expect(stream.reset() == token)
+            default: #expect(stream.close() == token)
+            }
+            #expect(stream.responseSent() == .none)
+            #expect(stream.close() == .none)
+        }
+    }
+
+    /// A header list past the limit moves the stream to discarding: nothing more is collected.
+    @Test func anOversizedHeaderListIsDiscarded() {
+        let stream = HTTP2Stream()
+        stream.open(id: 1)
+        #expect(stream.countField(size: 60, limit: 100))
+        #expect(!stream.countField(size: 60, limit: 100))
+        #expect(stream.phase == .discarding && !stream.collects && stream.headerListSize == 120)
+        stream.complete()
+        #expect(stream.phase == .complete)
+    }
+
     @Test(arguments: [0, 1, 2])
     func anyLivePhaseCanBeReset(_ steps: Int) {
         let stream = HTTP2Stream()
         stream.open(id: 1)
-        if steps > 0 { stream.dispatch() }
+        if steps > 0 {
+            stream.complete()
+            stream.dispatch()
+        }
         if steps > 1 { stream.respond(body: []) }
         stream.reset()
         #expect(stream.phase == .reset)

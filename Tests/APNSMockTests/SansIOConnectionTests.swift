@@ -260,4 +260,33 @@ struct SansIOConnectionTests {
         #expect(records.map(\.status) == [200, nil, 200])
         #expect(records.map(\.responseWritten) == [true, false, false])
     }
+
+    /// A header list past SETTINGS_MAX_HEADER_LIST_SIZE is answered 431 and recorded as the route of
+    /// its `:path` would record it: kind and path, status 431 and no reason (HTTP's own answer),
+    /// counted as rejected; the request after it in the same read is answered as usual.
+    @Test func oversizedHeaderListIsRecordedAs431() throws {
+        let mock = try Mock()
+        let client = try mock.client()
+        let filler = [("x-filler", String(repeating: "x", count: 9000))]
+        client.send(Self.request(stream: 1, path: "/3/device/\(Pushes.token)", extra: [("apns-topic", "com.example.app")]))
+        client.send(
+            Self.request(stream: 3, path: "/4/broadcasts/apps/com.example.app", extra: filler)
+                + Self.request(stream: 5, path: "/3/device/\(Pushes.token)", extra: [("apns-topic", "com.example.app")] + filler)
+                + Self.request(stream: 7, path: "/3/device/\(Pushes.token)", extra: [("apns-topic", "com.example.app")]))
+        #expect([3, 5, 7].map { Self.response(client, stream: $0)?[":status"] } == ["431", "431", "200"])
+        let records = mock.records
+        #expect(records.map(\.streamID) == [1, 3, 5, 7])
+        #expect(records.map(\.status) == [200, 431, 431, 200])
+        #expect(records.map(\.kind) == [.device, .broadcast, .device, .device])
+        let device = "/3/device/\(Pushes.token)"
+        #expect(records.map(\.path) == [device, "/4/broadcasts/apps/com.example.app", device, device])
+        #expect(records[1].rejection == nil && records[2].rejection == nil)
+        #expect(records.map(\.isAccepted) == [true, false, false, true])
+        #expect(records.allSatisfy { $0.responseWritten })
+        #expect(records[2].request.otherHeaders.isEmpty, "the field past the limit is not kept")
+        #expect(records[2].request.topic == "com.example.app", "the fields before it are")
+        let statistics = mock.state.statistics.snapshot(openConnections: 0, totalConnections: 1, records: mock.state.records)
+        #expect(statistics.byStatus["431"] == 2)
+        #expect(statistics.accepted == 2 && statistics.rejected == 2)
+    }
 }

@@ -234,7 +234,7 @@ final class APNSChannelHandler: ChannelDuplexHandler {
         if let phase = inspection.stuck {
             end(
                 context: context,
-                phase == .receiving
+                phase == .receiving || phase == .discarding
                     ? "closing a connection with a request that did not arrive within requestTimeout"
                     : "closing a connection with a response the client did not take within responseTimeout")
             return

@@ -322,7 +322,7 @@ extension APNSConnection: HTTP2SessionDelegate {
             // The stream may be recycled for another stream before the timer fires; its id,
             // unique within the connection, tells (``HTTP2Stream/awaitsAnswer(id:)``). Held back
             // on purpose, it is not a stuck stream.
-            stream.exemptFromTimeouts = true
+            session.delayAnswer(on: stream, id: requestStream.id)
             schedule?(effects.actions.delayMs) { [weak self] in
                 guard let self, case .open(let session) = self.state else { return }
                 self.carryOut(effects, session: session, stream: stream, id: requestStream.id)
@@ -394,7 +394,7 @@ extension APNSConnection: HTTP2SessionDelegate {
             finish(.drained)
         case .hang?:
             if routes.state.holdStream() {
-                stream.isHeld = true
+                session.hold(stream, id: id)
                 heldStreams += 1
                 logger.debug("holding a stream unanswered (fault)", metadata: ["stream": "\(id)"])
             } else {
@@ -417,18 +417,66 @@ extension APNSConnection: HTTP2SessionDelegate {
                 session.answersPings = true
             }
         }
-        let saysWritten = effects.actions.writtenAtOnce(streamOpen: true)
+        let token = ResponseToken(record: effects.recordSeq, saysWritten: effects.actions.writtenAtOnce(streamOpen: true))
         switch effects.response {
-        case .apns(let response)?:
-            session.submit(response, on: stream, id: id, record: effects.recordSeq, recordSaysWritten: saysWritten)
-        case .broadcast(let response)?:
-            session.submit(response, on: stream, id: id, record: effects.recordSeq, recordSaysWritten: saysWritten)
+        case .apns(let response)?: session.submit(response, on: stream, id: id, token: token)
+        case .broadcast(let response)?: session.submit(response, on: stream, id: id, token: token)
         case nil: break
         }
     }
 
-    func session(_ session: HTTP2Session, record: UInt64, responseWritten written: Bool) {
-        routes.state.records.setResponseWritten(written, seq: record)
+    /// A request whose header list passed the limit this side announced gets HTTP's 431, handed
+    /// over and recorded as every request is, though no API decides it: its headers were never all
+    /// read, so there is nothing to validate. The record belongs to the API whose route takes its
+    /// `:path` (its kind, and its environment when the request names none) and says what was
+    /// answered: status 431 and no reason (Apple has none for it, and the body carries none), the
+    /// fields that came before the limit, no payload, no credentials read; it counts as rejected
+    /// (docs/architecture.md, "Limits and defences").
+    func session(_ session: HTTP2Session, didReceiveOversized stream: HTTP2Stream) {
+        let requestStream = RequestStream(id: stream.id, isOpen: stream.phase == .dispatched && !isFinished)
+        let seq = stream.withRequest { request in recordOversized(request, stream: requestStream) }
+        logger.debug(
+            "header list larger than SETTINGS_MAX_HEADER_LIST_SIZE: answered 431",
+            metadata: ["stream": "\(requestStream.id)", "limit": "\(session.maxHeaderListSize)"])
+        guard requestStream.isOpen else { return }
+        session.submit(
+            HeaderListTooLarge(limit: session.maxHeaderListSize), on: stream, id: requestStream.id,
+            token: ResponseToken(record: seq, saysWritten: requestStream.isOpen))
+    }
+
+    /// Counts and records a request ``session(_:didReceiveOversized:)`` answers. Returns the
+    /// record's sequence number (0: recording is off, or no route takes the request).
+    private func recordOversized(_ request: borrowing PushRequest, stream: RequestStream) -> UInt64 {
+        let state = routes.state
+        state.statistics.count(status: HeaderListTooLarge.status, rejection: nil, action: nil)
+        guard let route = routes.undecidedRoute(for: request.path) else { return 0 }
+        if route.kind != .device { state.statistics.count(kind: route.kind) }
+        guard state.records.isEnabled else { return 0 }
+        let receivedAt = requestState.readTime()
+        let environment = requestState.environment(of: request, context: context, fallback: route.environment)
+        let shape = RequestShape(
+            copy request, interpreted: nil, environment: environment, auth: AuthSummary(),
+            connectionID: UInt64(context.connectionNumber))
+        let details = route.kind == .device
+            ? nil : requestState.shapes.broadcastDetails(kind: route.kind, bundleID: nil, channelID: request.channelID, operation: nil)
+        // The id a query finds it by: the client's, as an answer would have echoed it, else a new one.
+        let requestID = APNSResponse.RequestID.take(
+            route.kind == .device ? request.apnsID : request.requestID, random: &requestState.random)
+        let path = request.path, apnsIDHeader = request.apnsID, offset = state.clock.offsetSeconds
+        return state.records.append { seq in
+            RawRecord(
+                seq: seq, receivedAt: receivedAt, shape: shape, path: path, apnsIDHeader: apnsIDHeader, apnsID: requestID,
+                uniqueID: nil, status: HeaderListTooLarge.status, rejection: nil, injected: false, action: nil,
+                streamID: stream.id, broadcast: details, responseWritten: stream.isOpen, clockOffset: offset)
+        }
+    }
+
+    func session(_ session: HTTP2Session, responseFinished token: ResponseToken) {
+        if !token.recordSaysWritten { routes.state.records.setResponseWritten(true, seq: token.record) }
+    }
+
+    func session(_ session: HTTP2Session, responseAbandoned token: ResponseToken) {
+        if token.recordSaysWritten { routes.state.records.setResponseWritten(false, seq: token.record) }
     }
 
     func session(_ session: HTTP2Session, refusedAfterGoAway id: Int32) {
@@ -516,8 +564,52 @@ extension APNSConnection: HTTP2SessionDelegate {
         session.submitMaxConcurrentStreams(limit)
     }
 
-    func session(_ session: HTTP2Session, didCloseHeld stream: HTTP2Stream) {
+    func session(_ session: HTTP2Session, heldStreamClosed id: Int32) {
         heldStreams -= 1
         routes.state.releaseHeldStreams(1)
+    }
+}
+
+/// The connection's response tokens stand for records: a record's sequence number, and whether
+/// the record says its response was written, which the session's report then confirms or
+/// corrects (``RawRecord/responseWritten``). No token when there is no record (recording off).
+extension ResponseToken {
+    init(record seq: UInt64, saysWritten: Bool) {
+        self.init(rawValue: seq == 0 ? 0 : seq << 1 | (saysWritten ? 1 : 0))
+    }
+
+    var record: UInt64 { rawValue >> 1 }
+    var recordSaysWritten: Bool { rawValue & 1 != 0 }
+}
+
+/// What recording a request that no API decides (the 431 of an oversized header list) needs of
+/// the API whose route takes it: the kind of its records, and the environment of a request whose
+/// `:authority` and TLS server name name none.
+protocol UndecidedRequestRecording {
+    var recordKind: RecordKind { get }
+    var defaultEnvironment: APNSEnvironment { get }
+}
+
+extension DeviceAPI: UndecidedRequestRecording {
+    var recordKind: RecordKind { .device }
+}
+
+extension BroadcastAPI: UndecidedRequestRecording {
+    var recordKind: RecordKind { .broadcast }
+}
+
+extension ChannelAPI: UndecidedRequestRecording {
+    var recordKind: RecordKind { .channel }
+    var defaultEnvironment: APNSEnvironment { environment }
+}
+
+extension ListenerRoutes {
+    /// Where a request that no API decides belongs: the record kind and default environment of the
+    /// API whose route takes `path` (`nil` when no route does, which ``Routes/table`` rules out).
+    func undecidedRoute(for path: String?) -> (kind: RecordKind, environment: APNSEnvironment)? {
+        guard let index = routeIndex(for: path), let api = routes[index].api as? any UndecidedRequestRecording else {
+            return nil
+        }
+        return (api.recordKind, api.defaultEnvironment)
     }
 }

@@ -45,12 +45,13 @@ protocol HTTP2Response {
 }
 
 /// 431 Request Header Fields Too Large (RFC 6585), for a request whose header list passed the
-/// SETTINGS_MAX_HEADER_LIST_SIZE the connection announced: HTTP's own answer, which clients report
+/// SETTINGS_MAX_HEADER_LIST_SIZE the connection announced (``HTTP2SessionDelegate/session(_:didReceiveOversized:)``): HTTP's own answer, which clients report
 /// as such (APNs has no reason for it, so the body has no `reason` either: a client does not take
 /// it for one of Apple's). Its body says what was too large, for the person reading it.
 struct HeaderListTooLarge: HTTP2Response {
+    static let status = 431
     let limit: UInt32
-    var status: Int { 431 }
+    var status: Int { Self.status }
     var body: [UInt8] {
         Array(#"{"error":"the request's header list is larger than the SETTINGS_MAX_HEADER_LIST_SIZE this connection announced","maxHeaderListSize":\#(limit)}"#.utf8)
     }

@@ -2,22 +2,33 @@ internal import CNGHTTP2
 internal import CAPNSMockShims
 import APNSMockCore
 
-/// Receives complete requests from an ``HTTP2Session``.
+/// Receives complete requests, and what became of their streams and responses, from an
+/// ``HTTP2Session``. Never called from inside nghttp2: the session's callbacks only note the
+/// frame-level facts nghttp2 gives, and the session tells them once `nghttp2_session_mem_recv` or
+/// `nghttp2_session_mem_send` has returned, in the order they happened (a read's facts before the
+/// requests it completed are handed over).
 protocol HTTP2SessionDelegate: AnyObject {
     /// Called once per complete request (END_STREAM arrived), after nghttp2 has processed the
-    /// whole input that completed it, never from inside nghttp2: requests completed in one
-    /// ``HTTP2Session/receive(_:)`` are handed over in order once `nghttp2_session_mem_recv`
-    /// returns. The stream is then ``HTTP2Stream/Phase/dispatched``, or
-    /// ``HTTP2Stream/Phase/reset`` when the client closed it later in the same input (the request
-    /// is still to be decided and recorded; its answer cannot leave). The delegate answers through
-    /// ``HTTP2Session/submit(_:on:id:)`` or ``HTTP2Session/reset(_:id:code:)``, now or later.
-    /// The stream's request is readable only during this call: its storage serves the next request.
+    /// whole input that completed it: requests completed in one ``HTTP2Session/receive(_:)`` are
+    /// handed over in order once `nghttp2_session_mem_recv` returns. The stream is then
+    /// ``HTTP2Stream/Phase/dispatched``, or ``HTTP2Stream/Phase/reset`` when the client closed it
+    /// later in the same input (the request is still to be decided and recorded; its answer cannot
+    /// leave). The delegate answers through ``HTTP2Session/submit(_:on:id:token:)`` or
+    /// ``HTTP2Session/reset(_:id:code:)``, now or later. The stream's request is readable only
+    /// during this call: its storage serves the next request.
     func session(_ session: HTTP2Session, didReceive stream: HTTP2Stream)
-    /// A stream marked ``HTTP2Stream/isHeld`` closed (the client reset it, or the connection ends).
-    func session(_ session: HTTP2Session, didCloseHeld stream: HTTP2Stream)
-    /// The response recorded as `record` went out after all (`written`), or, recorded as written,
-    /// did not: the stream closed before its last frame was sent.
-    func session(_ session: HTTP2Session, record: UInt64, responseWritten written: Bool)
+    /// The same hand-over, for a request whose header list passed the SETTINGS_MAX_HEADER_LIST_SIZE
+    /// this side announced (``HTTP2Session/maxHeaderListSize``): its request holds the fields that
+    /// came before the limit; the rest of the block and the body were dropped. HTTP's answer is
+    /// 431 (``HeaderListTooLarge``), which the default implementation submits.
+    func session(_ session: HTTP2Session, didReceiveOversized stream: HTTP2Stream)
+    /// A stream held unanswered (``HTTP2Session/hold(_:id:)``) closed: the client reset it.
+    func session(_ session: HTTP2Session, heldStreamClosed id: Int32)
+    /// The last frame of the response submitted with `token` went out.
+    func session(_ session: HTTP2Session, responseFinished token: ResponseToken)
+    /// The response submitted with `token` will not go out: its stream was reset or closed, or the
+    /// connection ended (``HTTP2Session/abandonPendingResponses()``), before its last frame was sent.
+    func session(_ session: HTTP2Session, responseAbandoned token: ResponseToken)
     /// nghttp2 refused a new stream (RST_STREAM REFUSED_STREAM): the client opened it past the
     /// MAX_CONCURRENT_STREAMS this side announced (before the client read that SETTINGS, too).
     func session(_ session: HTTP2Session, refusedStream id: Int32)
@@ -30,8 +41,13 @@ protocol HTTP2SessionDelegate: AnyObject {
 }
 
 extension HTTP2SessionDelegate {
-    /// Delegates that keep no records (tests, the fuzz target) have nothing to correct.
-    func session(_ session: HTTP2Session, record: UInt64, responseWritten written: Bool) {}
+    /// Delegates that keep no records (tests, the fuzz target) answer 431 and have nothing to
+    /// correct.
+    func session(_ session: HTTP2Session, didReceiveOversized stream: HTTP2Stream) {
+        session.submit(HeaderListTooLarge(limit: session.maxHeaderListSize), on: stream, id: stream.id)
+    }
+    func session(_ session: HTTP2Session, responseFinished token: ResponseToken) {}
+    func session(_ session: HTTP2Session, responseAbandoned token: ResponseToken) {}
     func session(_ session: HTTP2Session, refusedStream id: Int32) {}
     func session(_ session: HTTP2Session, refusedAfterGoAway id: Int32) {}
     func session(_ session: HTTP2Session, sentGoAway code: UInt32, lastStreamID: Int32) {}
@@ -43,9 +59,15 @@ extension HTTP2SessionDelegate {
 ///
 /// All nghttp2 callbacks live in this file. They find their session through the `user_data`
 /// pointer (unretained: the session outlives every callback, which only run inside `receive` and
-/// `send`), never throw, and turn every problem into an nghttp2 return code. A problem confined to
-/// one stream leaves through one door, ``reset(_:code:)`` (RST_STREAM, the stream's phase becomes
-/// `reset`), and the connection carries on.
+/// `send`), never throw, and turn every problem into an nghttp2 return code. They do HTTP/2's own
+/// work (collecting requests, the RFC 9113 rules, stream bookkeeping) and note what the delegate
+/// must hear as ``Event``s, told once nghttp2 has returned: no delegate code runs inside nghttp2.
+/// A problem confined to one stream leaves through one door, ``reset(_:id:code:)`` (RST_STREAM,
+/// the stream's phase becomes `reset`), and the connection carries on.
+///
+/// Properties marked `@exclusivity(unchecked)` are touched on every request, mostly from inside
+/// callbacks, while calls into other types are in flight; only the connection's event loop
+/// touches a session and nothing those calls reach holds them, so the run-time check is skipped.
 final class HTTP2Session {
     struct ProtocolError: Error, CustomStringConvertible {
         var code: Int
@@ -67,6 +89,7 @@ final class HTTP2Session {
     /// The stream whose request headers are arriving: a header block is never interleaved with
     /// another stream's frames (RFC 9113 §6.10), so the header callbacks that follow a
     /// begin-headers callback find their stream here without a look-up.
+    // Read per header field (see the type's comment).
     @exclusivity(unchecked) private var headerBlockStream: Unmanaged<HTTP2Stream>?
 
     /// Flow control (RFC 9113 §6.9), kept strict: received DATA is credited back to the client
@@ -74,6 +97,7 @@ final class HTTP2Session {
     /// window updates credit the window when the update is queued, in the middle of reading, so a
     /// client sending past the advertised window within one read would go unnoticed. These are the
     /// DATA bytes received and not yet credited: the connection's, and per stream.
+    // Both written per DATA chunk (see the type's comment).
     @exclusivity(unchecked) private var uncreditedConnectionBytes = 0
     @exclusivity(unchecked) private var uncreditedStreamBytes: [(id: Int32, bytes: Int)] = []
     /// Stream bodies up to this many bytes are not credited at stream level (see `data`).
@@ -83,6 +107,7 @@ final class HTTP2Session {
     /// the ids a client skipped (idle forever: HEADERS on them is a PROTOCOL_ERROR), and the
     /// streams recently ended with RST_STREAM from this side (HEADERS still in flight for them is
     /// ignored, §5.1). nghttp2 itself forgets closed streams and ignores HEADERS on them.
+    // Read per frame header, by the scanner and the begin-frame callback (see the type's comment).
     @exclusivity(unchecked) private var highestClientStream: Int32 = 0
     @exclusivity(unchecked) private var skippedStreams: [ClosedRange<Int32>] = []
     @exclusivity(unchecked) private var recentlyReset = RecentStreams()
@@ -201,8 +226,11 @@ final class HTTP2Session {
         if failure == nil, fed < bytes.count {
             _ = feed(input + fed, bytes.count - fed)
         }
-        // Also after an error: what was complete before it is decided and recorded.
+        // Also after an error: what nghttp2 reported is told, and what was complete before it is
+        // decided and recorded.
+        tellEvents()
         handOverCompleted()
+        tellEvents()
         return failure
     }
 
@@ -223,6 +251,7 @@ final class HTTP2Session {
     /// Requests completed during the current `mem_recv`, in order, waiting to be handed to the
     /// delegate once it returns. A stream here stays out of the pool until then, even when the
     /// client closes it meanwhile, so its request is not overwritten by a stream opened after it.
+    // Appended to per request, from a callback (see the type's comment).
     @exclusivity(unchecked) private var completed: [HTTP2Stream] = []
 
     /// Hands the requests completed during the last `mem_recv` to the delegate; a stream the
@@ -230,8 +259,8 @@ final class HTTP2Session {
     private func handOverCompleted() {
         guard !completed.isEmpty else { return }
         for stream in completed {
-            let closedMeanwhile = !stream.awaitsDecision
-            stream.awaitsDecision = false
+            // Only the client's close moves a complete stream before it is handed over.
+            let closedMeanwhile = stream.phase == .reset
             if stream.id > goAwayLastStream {
                 // Above the GOAWAY's last stream id: not processed, as the GOAWAY told the client.
                 if !closedMeanwhile { reset(stream, id: stream.id, code: .refusedStream) }
@@ -239,7 +268,12 @@ final class HTTP2Session {
                 if closedMeanwhile { streams.close(stream) } else { streams.recycleStorage(of: stream) }
                 continue
             }
-            delegate.session(self, didReceive: stream)
+            if !closedMeanwhile { stream.dispatch() }
+            if stream.headerListSize > Int(settings.maxHeaderListSize) {
+                delegate.session(self, didReceiveOversized: stream)
+            } else {
+                delegate.session(self, didReceive: stream)
+            }
             lastHandedOver = stream.id
             if closedMeanwhile {
                 streams.close(stream)
@@ -252,6 +286,7 @@ final class HTTP2Session {
     }
 
     /// Frame headers of the input, read ahead of nghttp2 (see ``FrameHeaderScanner``).
+    // Read and written per input chunk (see the type's comment).
     @exclusivity(unchecked) private var frames = FrameHeaderScanner()
 
     /// A client stream that was open and is closed now: at or below the highest id seen in HEADERS,
@@ -266,6 +301,9 @@ final class HTTP2Session {
     /// Hands each chunk nghttp2 wants to send to `sink` until nghttp2 has nothing more or `sink`
     /// returns false (the caller's output budget is spent). Returns an error on a fatal failure.
     func send(_ sink: (UnsafeRawBufferPointer) -> Bool) -> ProtocolError? {
+        // What the frames that went out settled (responses finished, streams closed, GOAWAYs) is
+        // told once nghttp2 has returned, however this ends.
+        defer { tellEvents() }
         if let error = creditReceivedData() {
             return error
         }
@@ -308,13 +346,16 @@ final class HTTP2Session {
             if rc != 0 && nghttp2_is_fatal(rc) != 0 { return ProtocolError(code: Int(rc)) }
         }
         guard !uncreditedStreamBytes.isEmpty else { return nil }
-        for (id, bytes) in uncreditedStreamBytes where withStream(id, { $0.phase == .receiving }) == true {
+        for (id, bytes) in uncreditedStreamBytes where withStream(id, { $0.collects }) == true {
             let rc = nghttp2_session_consume_stream(session, id, bytes)
             if rc != 0 && nghttp2_is_fatal(rc) != 0 { return ProtocolError(code: Int(rc)) }
         }
         uncreditedStreamBytes.removeAll(keepingCapacity: true)
         return nil
     }
+
+    /// The SETTINGS_MAX_HEADER_LIST_SIZE this side announced and enforces.
+    var maxHeaderListSize: UInt32 { settings.maxHeaderListSize }
 
     var wantsRead: Bool { nghttp2_session_want_read(session) != 0 }
     var wantsWrite: Bool { nghttp2_session_want_write(session) != 0 }
@@ -381,18 +422,19 @@ final class HTTP2Session {
 
     /// Queues `response` on `stream`, if the stream still waits for the answer to request `id`
     /// (it may have been closed, or recycled for another stream, meanwhile). Returns whether it did.
+    /// Unless `token` is `.none`, the delegate hears of it once: when the response's last frame goes
+    /// out, or when it will not.
     @discardableResult
     func submit<Response: HTTP2Response>(
-        _ response: borrowing Response, on stream: HTTP2Stream, id: Int32, record: UInt64 = 0, recordSaysWritten: Bool = true
+        _ response: borrowing Response, on stream: HTTP2Stream, id: Int32, token: ResponseToken = .none
     ) -> Bool {
         guard stream.awaitsAnswer(id: id) else {
-            // A delayed answer whose stream went away meanwhile never goes out: the record said so.
+            // A delayed answer whose stream went away meanwhile never goes out: its submitter,
+            // which holds the token, knows.
             return false
         }
         let body = response.body
-        stream.respond(body: body)
-        stream.pendingRecord = record
-        stream.pendingRecordSaysWritten = recordSaysWritten
+        stream.respond(body: body, token: token)
         let rc = responseHeaders.withHeaders(for: response) { headers, count in
             if body.isEmpty {
                 return nghttp2_submit_response(session, id, headers, count, nil)
@@ -403,11 +445,28 @@ final class HTTP2Session {
         return rc == 0
     }
 
+    /// Holds the answer to request `id` back for a while on purpose (a fault's delay): until it is
+    /// submitted, the stuck-stream check does not time the stream. Does nothing when `stream` no
+    /// longer waits for that answer.
+    func delayAnswer(on stream: HTTP2Stream, id: Int32) {
+        guard stream.awaitsAnswer(id: id) else { return }
+        stream.delayAnswer()
+    }
+
+    /// Leaves request `id` unanswered for good (a `hang` fault): the stream is not timed, and its
+    /// close is told (``HTTP2SessionDelegate/session(_:heldStreamClosed:)``). Does nothing when
+    /// `stream` no longer waits for that answer.
+    func hold(_ stream: HTTP2Stream, id: Int32) {
+        guard stream.awaitsAnswer(id: id) else { return }
+        stream.hold()
+    }
+
     /// Ends one stream with RST_STREAM(`code`): the single way a stream error leaves. Does nothing
     /// when `stream` no longer carries request `id`.
     func reset(_ stream: HTTP2Stream, id: Int32, code: HTTP2ErrorCode) {
         guard stream.id == id, stream.phase != .idle, stream.phase != .reset else { return }
-        stream.reset()
+        let token = stream.reset()
+        if token != .none { events.append(.responseAbandoned(token)) }
         // Remembered now, not when the RST_STREAM goes out (output may be backed up): the client's
         // frames for it until it reads the reset are in flight, and ignored (RFC 9113 §5.1).
         recentlyReset.insert(id)
@@ -415,10 +474,48 @@ final class HTTP2Session {
     }
 
     /// nghttp2 refused a new stream (its RST_STREAM REFUSED_STREAM is queued): remembered at once,
-    /// as a reset of this side's, and told to the delegate.
+    /// as a reset of this side's, and told to the delegate once `mem_recv` returns.
     fileprivate func refused(_ id: Int32) {
         recentlyReset.insert(id)
-        delegate.session(self, refusedStream: id)
+        events.append(.refusedStream(id))
+    }
+
+    // MARK: Telling the delegate
+
+    /// What the delegate hears of, noted by the callbacks as it happens and told once nghttp2 has
+    /// returned (``tellEvents()``). Plain values: a stream may be recycled before it is told.
+    private enum Event {
+        case refusedStream(Int32)
+        case heldStreamClosed(Int32)
+        case responseFinished(ResponseToken)
+        case responseAbandoned(ResponseToken)
+        case sentGoAway(code: UInt32, lastStreamID: Int32)
+    }
+
+    // Appended to per response, from a callback (see the type's comment).
+    @exclusivity(unchecked) private var events: [Event] = []
+    /// Set while ``tellEvents()`` runs: what the delegate does meanwhile may note more events,
+    /// which the same run tells.
+    private var tellingEvents = false
+
+    /// Tells the delegate the events noted so far, in order.
+    private func tellEvents() {
+        guard !events.isEmpty, !tellingEvents else { return }
+        tellingEvents = true
+        var index = 0
+        while index < events.count {
+            let event = events[index]
+            index += 1
+            switch event {
+            case .refusedStream(let id): delegate.session(self, refusedStream: id)
+            case .heldStreamClosed(let id): delegate.session(self, heldStreamClosed: id)
+            case .responseFinished(let token): delegate.session(self, responseFinished: token)
+            case .responseAbandoned(let token): delegate.session(self, responseAbandoned: token)
+            case .sentGoAway(let code, let lastStreamID): delegate.session(self, sentGoAway: code, lastStreamID: lastStreamID)
+            }
+        }
+        events.removeAll(keepingCapacity: true)
+        tellingEvents = false
     }
 
     // MARK: Stream bookkeeping (callbacks)
@@ -450,21 +547,23 @@ final class HTTP2Session {
     fileprivate func closeStream(_ id: Int32) {
         guard let stream = unmanagedStream(id)?.takeUnretainedValue() else { return }
         nghttp2_session_set_stream_user_data(session, id, nil)
-        abandonResponse(of: stream)
         if headerBlockStream?.toOpaque() == Unmanaged.passUnretained(stream).toOpaque() {
             headerBlockStream = nil
         }
-        if stream.awaitsDecision {
-            // Complete, not yet handed over: it can no longer be answered, and goes back to the
-            // pool once the delegate has decided it (``handOverCompleted()``).
-            stream.awaitsDecision = false
+        switch stream.phase {
+        case .complete:
+            // Not yet handed over: it can no longer be answered, and goes back to the pool once
+            // the delegate has decided it (``handOverCompleted()``).
             stream.reset()
             return
+        case .held:
+            events.append(.heldStreamClosed(id))
+        default:
+            break
         }
-        if stream.isHeld {
-            delegate.session(self, didCloseHeld: stream)
-        }
-        streams.close(stream)
+        // A response whose last frame has not gone out will not.
+        let token = streams.close(stream)
+        if token != .none { events.append(.responseAbandoned(token)) }
     }
 
     /// A PING arrived: acknowledge it with the same opaque data, unless pings are withheld.
@@ -493,12 +592,11 @@ final class HTTP2Session {
         stream: HTTP2Stream, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>, trailer: Bool
     ) -> Bool {
         // A reset stream's remaining fields are decoded by nghttp2 (HPACK state) and dropped.
-        guard stream.phase == .receiving, !stream.headerListTooLarge else { return true }
-        stream.headerListSize += name.count + value.count + 32
-        if stream.headerListSize > Int(settings.maxHeaderListSize) {
+        guard stream.collects else { return true }
+        guard stream.countField(size: name.count + value.count + 32, limit: Int(settings.maxHeaderListSize)) else {
             // Past SETTINGS_MAX_HEADER_LIST_SIZE: the rest of the block is decoded (HPACK state)
-            // and dropped, and the request gets 431 (RFC 6585, RFC 9113 §10.5.1) once it ends.
-            stream.headerListTooLarge = true
+            // and dropped, and the request is handed over as oversized once it ends (431: RFC 6585,
+            // RFC 9113 §10.5.1).
             return true
         }
         if let known = KnownHeader(name: UnsafeRawBufferPointer(name)) {
@@ -571,7 +669,7 @@ final class HTTP2Session {
     fileprivate func data(streamID: Int32, bytes: UnsafeRawBufferPointer) {
         uncreditedConnectionBytes += bytes.count
         withStream(streamID) { stream in
-            guard stream.phase == .receiving, !stream.headerListTooLarge else { return }
+            guard stream.collects else { return }
             let before = stream.request.bodyLength
             stream.request.appendBody(bytes)
             // A body within a quarter of the stream window never needs its window credited back
@@ -595,7 +693,7 @@ final class HTTP2Session {
     /// trailers. Checks what the block as a whole must hold.
     fileprivate func endOfHeaders(_ streamID: Int32, trailer: Bool, endStream: Bool) {
         withStream(streamID) { stream in
-            guard stream.phase == .receiving, !stream.headerListTooLarge else { return }
+            guard stream.collects else { return }
             if trailer ? !endStream : !RequestFieldRules.isComplete(stream.seen) {
                 // Trailers must end the stream (§8.1); a request needs its pseudo-headers (§8.3.1).
                 _ = malformed(stream)
@@ -649,39 +747,27 @@ final class HTTP2Session {
     fileprivate func sentGoAway(code: UInt32, lastStreamID: Int32) {
         goAwayLastStream = min(goAwayLastStream, lastStreamID)
         goAwayWentOut = true
-        delegate.session(self, sentGoAway: code, lastStreamID: lastStreamID)
+        events.append(.sentGoAway(code: code, lastStreamID: lastStreamID))
     }
 
     /// A frame went out; RST_STREAM ids are remembered (see ``beginFrame(type:streamID:)``), and
-    /// a response's last frame settles its record's ``RawRecord/responseWritten``.
+    /// a response's last frame finishes it (its token is told).
     fileprivate func sentFrame(type: UInt8, streamID: Int32, endStream: Bool) {
         if type == UInt8(NGHTTP2_RST_STREAM.rawValue) {
             recentlyReset.insert(streamID)
         } else if endStream {
-            guard let stream = withStream(streamID, { $0 }), stream.pendingRecord != 0 else { return }
-            let record = stream.pendingRecord
-            stream.pendingRecord = 0
-            if !stream.pendingRecordSaysWritten {
-                delegate.session(self, record: record, responseWritten: true)
-            }
+            guard let token = withStream(streamID, { $0.responseSent() }), token != .none else { return }
+            events.append(.responseFinished(token))
         }
     }
 
-    /// A stream whose response was submitted ends before the response's last frame went out.
-    private func abandonResponse(of stream: HTTP2Stream) {
-        guard stream.pendingRecord != 0 else { return }
-        let record = stream.pendingRecord
-        stream.pendingRecord = 0
-        if stream.pendingRecordSaysWritten {
-            delegate.session(self, record: record, responseWritten: false)
-        }
-    }
-
-    /// The connection ends: no response still waiting to go out will.
+    /// The connection ends: no response still waiting to go out will (their tokens are told).
     func abandonPendingResponses() {
         for stream in streams.openStreams {
-            abandonResponse(of: stream)
+            let token = stream.abandonResponse()
+            if token != .none { events.append(.responseAbandoned(token)) }
         }
+        tellEvents()
     }
 
     fileprivate func receivedSettings() {
@@ -690,19 +776,18 @@ final class HTTP2Session {
 
     fileprivate func endOfStream(_ streamID: Int32) {
         withStream(streamID) { stream in
-            guard stream.phase == .receiving else { return }
-            if stream.headerListTooLarge {
-                stream.dispatch()
-                submit(HeaderListTooLarge(limit: settings.maxHeaderListSize), on: stream, id: streamID)
-                streams.recycleStorage(of: stream)
+            switch stream.phase {
+            case .receiving:
+                if let declared = stream.declaredLength, stream.request.bodyLength != declared {
+                    _ = malformed(stream)  // less DATA than content-length announced
+                    return
+                }
+            case .discarding:
+                break  // handed over as oversized (its body was dropped, so not compared)
+            default:
                 return
             }
-            if let declared = stream.declaredLength, stream.request.bodyLength != declared {
-                _ = malformed(stream)  // less DATA than content-length announced
-                return
-            }
-            stream.dispatch()
-            stream.awaitsDecision = true
+            stream.complete()
             completed.append(stream)
         }
     }
@@ -710,18 +795,13 @@ final class HTTP2Session {
     fileprivate func copyResponseBody(
         streamID: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int, flags: UnsafeMutablePointer<UInt32>
     ) -> Int {
-        withStream(streamID) { stream in
-            let remaining = stream.responseBody.count - stream.responseOffset
-            let count = min(remaining, length)
-            stream.responseBody.withUnsafeBufferPointer { body in
-                buffer.update(from: body.baseAddress! + stream.responseOffset, count: count)
-            }
-            stream.responseOffset += count
-            if stream.responseOffset == stream.responseBody.count {
-                flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
-            }
-            return count
-        } ?? Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
+        guard let (count, last) = withStream(streamID, { $0.readBody(into: buffer, length: length) }) ?? nil else {
+            return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
+        }
+        if last {
+            flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
+        }
+        return count
     }
 }
 
@@ -788,7 +868,7 @@ extension HTTP2Session {
                 return 0
             }
             if endStream, type == UInt8(NGHTTP2_HEADERS.rawValue) || type == UInt8(NGHTTP2_DATA.rawValue) {
-                // The stream may already be gone (reset for oversized headers); endOfStream checks.
+                // The stream may already be gone, or reset; endOfStream checks.
                 withOwner(userData) { $0.endOfStream(frame.pointee.hd.stream_id) }
             } else if type == UInt8(NGHTTP2_SETTINGS.rawValue) {
                 withOwner(userData) { $0.receivedSettings() }

@@ -6,9 +6,11 @@ public struct HTTP2Settings: Sendable, Equatable {
     public var maxConcurrentStreams: UInt32 = 1000
     public var initialWindowSize: UInt32 = 65535
     public var maxFrameSize: UInt32 = 16384
-    /// Advertised and enforced: a request whose header list (name + value + 32 per field, as
-    /// RFC 9113 counts it) exceeds this is answered 431 by the session (RFC 6585, RFC 9113
-    /// §10.5.1); the rest of the connection carries on.
+    /// Advertised and enforced: once a request's header fields (name + value + 32 per field, as
+    /// RFC 9113 counts them; trailers count on from the header block) pass this, the session drops
+    /// the rest of them and the body, and hands the request over as oversized when it ends; the
+    /// connection answers it 431 (RFC 6585, RFC 9113 §10.5.1) and records it. The rest of the
+    /// connection carries on.
     public var maxHeaderListSize: UInt32 = 8000
     /// MAX_CONCURRENT_STREAMS of a token-auth connection until a request carries a valid token
     /// (APNs: 1). Certificate-auth connections get ``maxConcurrentStreams`` at once. Load tools

@@ -1,35 +1,67 @@
 import APNSMockCore
 internal import CAPNSMockShims
 
+/// An opaque value a response is submitted with (``HTTP2Session/submit(_:on:id:token:)``) and
+/// given back once: when the response's last frame goes out
+/// (``HTTP2SessionDelegate/session(_:responseFinished:)``) or when its stream or connection ends
+/// first (``HTTP2SessionDelegate/session(_:responseAbandoned:)``). What it stands for is the
+/// submitter's business; ``none`` asks for neither report.
+struct ResponseToken: Equatable {
+    var rawValue: UInt64
+    static let none = ResponseToken(rawValue: 0)
+}
+
 /// One request stream: what it collected, where it is in its life, and the body it answers with.
+///
+/// Where it is in its life is one private ``State``, written only by the transition methods below,
+/// each of which stops the process on a move its state does not allow (a bug in the session, not
+/// something a client can cause), as swift-nio-http2's stream state machine does.
 ///
 /// Instances are recycled by their session's ``StreamPool``, so a long-lived connection does not
 /// allocate a new one, nor new body storage, for every request. Only the session's event loop
-/// touches a stream.
+/// touches a stream. Properties marked `@exclusivity(unchecked)` are read or written on every
+/// request (several of them per header field, from nghttp2's callbacks) while calls into other
+/// types are in flight, which the compiler cannot prove leave them alone; nothing reached from
+/// those calls holds the stream's properties `inout`, so no access overlaps and the run-time check
+/// is skipped.
 final class HTTP2Stream {
-    /// Where a stream is in its life. Moves only forward through ``open(id:)``, ``dispatch()``,
-    /// ``respond()`` and ``reset()``, back to `idle` through ``close()``; any other move is a bug in
-    /// the session, not something a client can cause, and stops the process.
+    /// Where a stream is in its life, as readers outside the state machine see it (the
+    /// stuck-stream check, tests): ``State`` without its payloads.
     enum Phase: Equatable {
+        case idle, receiving, discarding, complete, dispatched, held, responding, reset
+    }
+
+    private enum State {
         /// In the pool, bound to no stream.
         case idle
         /// Its header block and body are arriving.
         case receiving
-        /// Complete: waiting to be handed to its API once the read is processed, or handed and
-        /// not answered yet (an answer may come late, or never: a fault's delay or `hang`).
-        case dispatched
-        /// Its response was submitted; the body, if any, is going out.
-        case responding
-        /// Reset with RST_STREAM (a malformed request, a limit, an API's choice); whatever else
-        /// arrives for it is dropped.
+        /// Its header list passed SETTINGS_MAX_HEADER_LIST_SIZE: the rest of the block (decoded,
+        /// for HPACK's sake) and the body are dropped; it is handed over as oversized once it ends.
+        case discarding
+        /// END_STREAM arrived: waiting, with the other requests completed by the same input, to be
+        /// handed over once `mem_recv` returns.
+        case complete
+        /// Handed over and not answered yet: an answer may come late, or never. `delayed`: its
+        /// answer is held back on purpose for a while (a fault's delay), so the stuck-stream check
+        /// does not time it and its connection is not ended for idleness.
+        case dispatched(delayed: Bool)
+        /// Deliberately never answered (a `hang` fault): not timed either; its close is reported.
+        case held
+        /// Its response was submitted; `body[offset...]` is still to go out. `token` is reported
+        /// once, when the last frame goes out or the stream closes first (then it is `.none`).
+        case responding(body: [UInt8], offset: Int, token: ResponseToken)
+        /// Reset with RST_STREAM (a malformed request, a limit, an API's choice), or closed by the
+        /// client while complete; whatever else arrives for it is dropped.
         case reset
     }
 
-    @exclusivity(unchecked) private(set) var phase = Phase.idle
+    // The state and the ids are read by every callback of the stream (see the type's comment).
+    @exclusivity(unchecked) private var state = State.idle
     /// The HTTP/2 stream identifier while the stream is not idle.
     @exclusivity(unchecked) private(set) var id: Int32 = 0
-    /// Position in the owning pool's storage.
-    @exclusivity(unchecked) var poolIndex = 0
+    /// Position in the owning pool's storage (read when a stream past the idle limit is freed).
+    var poolIndex = 0
 
     /// The request being collected, read and written in place (several times per header, from
     /// nghttp2 callbacks on one event loop). It lives in a cell of its own so that
@@ -51,39 +83,22 @@ final class HTTP2Stream {
     }()
     /// Set while ``withRequest(_:)`` has the request out of its cell (checked in debug builds).
     private var requestIsLent = false
-    /// Header-list bytes so far, counted as RFC 9113 does (name + value + 32 per field).
-    @exclusivity(unchecked) var headerListSize = 0
+    /// Header-list bytes so far, counted as RFC 9113 does (name + value + 32 per field). Counting
+    /// stops at the field that passes the limit, so a stream whose count is past the limit is one
+    /// whose header list was too large.
+    // Written per header field, from the header callback (see the type's comment).
+    @exclusivity(unchecked) private(set) var headerListSize = 0
     /// Pseudo-headers and `host` seen so far, and whether a regular field came (RFC 9113 rules).
+    // Read and written per header field (see the type's comment).
     @exclusivity(unchecked) var seen = RequestFieldRules.Seen()
     /// For the request's ``RepeatKey``: a bit per field carried, and whether the key can vouch for
     /// the request (not when a field came twice, came in trailers, or was not cached).
+    // Both read and written per header field (see the type's comment).
     @exclusivity(unchecked) var repeatFields: UInt64 = 0
     @exclusivity(unchecked) var repeatable = true
     /// The `content-length` the request announced.
+    // Read per DATA chunk (see the type's comment).
     @exclusivity(unchecked) var declaredLength: Int?
-    /// The header list passed SETTINGS_MAX_HEADER_LIST_SIZE: the rest of it and the body are
-    /// dropped, and the request is answered 431.
-    @exclusivity(unchecked) var headerListTooLarge = false
-    /// Set when the stream is deliberately never answered (a `hang` fault): it is exempt from the
-    /// stuck-stream timeout, and its session reports its close to the delegate.
-    @exclusivity(unchecked) var isHeld = false
-    /// Complete and waiting, with the other requests of the same input, to be handed to the
-    /// session's delegate (``HTTP2Session``'s `completed`).
-    @exclusivity(unchecked) var awaitsDecision = false
-    /// Body being sent by the data provider, and how much of it has gone out.
-    @exclusivity(unchecked) private(set) var responseBody: [UInt8] = []
-    @exclusivity(unchecked) var responseOffset = 0
-    /// Set by whoever holds the stream's answer back for a while on purpose (a fault's delay;
-    /// ``isHeld`` counts the same for a stream never answered): while set, the connection's stuck-stream check does not time the stream, and
-    /// the connection is not ended for idleness. Cleared when the stream is answered, reset or
-    /// reused (docs/architecture.md, "Limits and defences").
-    @exclusivity(unchecked) var exemptFromTimeouts = false
-    /// The record of the request whose response was submitted and has not gone out yet (0: none),
-    /// and whether that record says the response was written: the session tells its delegate when
-    /// the response's last frame goes out (a record that said otherwise is corrected) or the
-    /// stream closes before (one that said so is corrected).
-    @exclusivity(unchecked) var pendingRecord: UInt64 = 0
-    @exclusivity(unchecked) var pendingRecordSaysWritten = false
     /// What the stuck-stream check (``StreamPool/inspect(now:receiving:answering:)``) last saw of
     /// this instance, and since when (uptime nanoseconds). Only that check reads or writes these,
     /// every few seconds, so the request path pays nothing for it.
@@ -91,11 +106,58 @@ final class HTTP2Stream {
     var watchedPhase = Phase.idle
     var watchedSince: UInt64 = 0
 
+    // MARK: Reading the state
+
+    var phase: Phase {
+        switch state {
+        case .idle: .idle
+        case .receiving: .receiving
+        case .discarding: .discarding
+        case .complete: .complete
+        case .dispatched: .dispatched
+        case .held: .held
+        case .responding: .responding
+        case .reset: .reset
+        }
+    }
+
+    /// Whether this instance is bound to stream `id` and waiting for its answer.
+    func awaitsAnswer(id: Int32) -> Bool {
+        if case .dispatched = state { return self.id == id }
+        return false
+    }
+
+    /// Whether header fields and DATA are still collected (not once the header list is too large).
+    var collects: Bool {
+        if case .receiving = state { return true }
+        return false
+    }
+
+    /// Whether its answer is held back on purpose, for a while or for ever: the stuck-stream check
+    /// does not time it, and its connection is not ended for idleness (docs/architecture.md,
+    /// "Limits and defences").
+    var isExemptFromTimeouts: Bool {
+        switch state {
+        case .dispatched(delayed: true), .held: true
+        default: false
+        }
+    }
+
+    var isHeld: Bool { phase == .held }
+
+    /// The body being sent (empty when none is).
+    var responseBody: [UInt8] {
+        if case .responding(let body, _, _) = state { return body }
+        return []
+    }
+
+    // MARK: Transitions: the only writers of the state
+
     /// idle → receiving: binds a recycled instance to a new stream, its request collected into
     /// `storage` (see ``PushRequest/Storage``).
     func open(id: Int32, storage: consuming PushRequest.Storage = PushRequest.Storage()) {
-        precondition(phase == .idle, "opening a stream that is \(phase)")
-        phase = .receiving
+        guard case .idle = state else { preconditionFailure("opening a stream that is \(phase)") }
+        state = .receiving
         self.id = id
         request.reset(adopting: storage)
         headerListSize = 0
@@ -103,43 +165,94 @@ final class HTTP2Stream {
         repeatFields = 0
         repeatable = true
         declaredLength = nil
-        headerListTooLarge = false
-        isHeld = false
-        awaitsDecision = false
-        responseBody.removeAll(keepingCapacity: true)
-        responseOffset = 0
-        exemptFromTimeouts = false
-        pendingRecord = 0
     }
 
-    /// receiving → dispatched: the request is complete.
+    /// Counts a header field of `size` bytes (RFC 9113's count) against `limit`: receiving →
+    /// discarding when the header list passes it. Returns whether the field is to be collected.
+    func countField(size: Int, limit: Int) -> Bool {
+        guard case .receiving = state else { preconditionFailure("counting a field of a stream that is \(phase)") }
+        headerListSize += size
+        guard headerListSize > limit else { return true }
+        state = .discarding
+        return false
+    }
+
+    /// receiving or discarding → complete: END_STREAM arrived.
+    func complete() {
+        switch state {
+        case .receiving, .discarding: state = .complete
+        default: preconditionFailure("completing a stream that is \(phase)")
+        }
+    }
+
+    /// complete → dispatched: handed over to be answered.
     func dispatch() {
-        precondition(phase == .receiving, "dispatching a stream that is \(phase)")
-        phase = .dispatched
+        guard case .complete = state else { preconditionFailure("dispatching a stream that is \(phase)") }
+        state = .dispatched(delayed: false)
     }
 
-    /// dispatched → responding, with the body the data provider sends.
-    func respond(body: [UInt8]) {
-        precondition(phase == .dispatched, "answering a stream that is \(phase)")
-        phase = .responding
-        responseBody = body
-        responseOffset = 0
-        exemptFromTimeouts = false
+    /// dispatched → dispatched, its answer held back on purpose for a while (a fault's delay).
+    func delayAnswer() {
+        guard case .dispatched = state else { preconditionFailure("delaying the answer of a stream that is \(phase)") }
+        state = .dispatched(delayed: true)
     }
 
-    /// receiving, dispatched or responding → reset.
-    func reset() {
-        precondition(phase != .idle, "resetting an idle stream")
-        phase = .reset
-        exemptFromTimeouts = false
+    /// dispatched → held: never answered on purpose (a `hang` fault).
+    func hold() {
+        guard case .dispatched = state else { preconditionFailure("holding a stream that is \(phase)") }
+        state = .held
     }
 
-    /// Any → idle: the stream closed; its storage waits for reuse.
-    func close() {
-        phase = .idle
+    /// dispatched → responding, with the body the data provider sends and the response's token.
+    func respond(body: [UInt8], token: ResponseToken = .none) {
+        guard case .dispatched = state else { preconditionFailure("answering a stream that is \(phase)") }
+        state = .responding(body: body, offset: 0, token: token)
+    }
+
+    /// Copies the next part of the response body, at most `length` bytes, into `buffer`. Returns
+    /// how many, and whether that was the last of it; `nil` when the stream is not responding.
+    func readBody(into buffer: UnsafeMutablePointer<UInt8>, length: Int) -> (count: Int, last: Bool)? {
+        guard case .responding(let body, let offset, let token) = state else { return nil }
+        let count = min(body.count - offset, length)
+        if count > 0 {
+            body.withUnsafeBufferPointer { buffer.update(from: $0.baseAddress! + offset, count: count) }
+            state = .responding(body: body, offset: offset + count, token: token)
+        }
+        return (count, offset + count == body.count)
+    }
+
+    /// The response's last frame went out: its token (`.none` when it had none, or the stream is
+    /// not responding), which is given back once.
+    func responseSent() -> ResponseToken {
+        guard case .responding(let body, let offset, let token) = state, token != .none else { return .none }
+        state = .responding(body: body, offset: offset, token: .none)
+        return token
+    }
+
+    /// The response will not go out (its stream or connection ends first): its token, given back
+    /// once, as ``responseSent()`` does.
+    func abandonResponse() -> ResponseToken {
+        responseSent()
+    }
+
+    /// Any state but idle → reset (RST_STREAM, or the client closed a complete stream). A
+    /// response's token not given back yet is returned: that response will not go out.
+    @discardableResult
+    func reset() -> ResponseToken {
+        if case .idle = state { preconditionFailure("resetting an idle stream") }
+        let token = abandonResponse()
+        state = .reset
+        return token
+    }
+
+    /// Any → idle: the stream closed; its storage waits for reuse. A response's token not given
+    /// back yet is returned: that response did not go out.
+    @discardableResult
+    func close() -> ResponseToken {
+        let token = abandonResponse()
+        state = .idle
         id = 0
-        isHeld = false
-        responseBody.removeAll(keepingCapacity: true)
+        return token
     }
 
     /// Runs `body` with the collected request moved out of its cell into a local and back, so
@@ -162,11 +275,6 @@ final class HTTP2Stream {
         requestCell.deinitialize(count: 1)
         requestCell.deallocate()
     }
-
-    /// Whether this instance is bound to stream `id` and waiting for its answer.
-    func awaitsAnswer(id: Int32) -> Bool {
-        phase == .dispatched && self.id == id
-    }
 }
 
 /// Owns every ``HTTP2Stream`` of one session, open or recycled.
@@ -175,6 +283,10 @@ final class HTTP2Stream {
 /// stream in a callback is nghttp2's own lookup, with no Swift dictionary on the request path; the
 /// pool's storage is what keeps those streams alive.
 final class StreamPool {
+    // Every stream the pool keeps (see ``close(_:)``). The arrays and counts below are read and
+    // written as each stream opens and closes, while calls into other types are in flight; only
+    // the session's event loop touches them and nothing those calls reach holds them, so the
+    // run-time exclusivity check is skipped.
     @exclusivity(unchecked) private var streams: [HTTP2Stream] = []
     /// Streams of closed requests, ready for reuse.
     @exclusivity(unchecked) private var idle: [HTTP2Stream] = []
@@ -190,6 +302,7 @@ final class StreamPool {
     /// takes the buffers touched last, still in cache, instead of its own from a hundred requests
     /// ago. As many as streams are kept: a client may send every stream's HEADERS before any
     /// DATA (h2load and nghttp2-based clients do), so a hundred requests can be arriving at once.
+    // Taken from and given back once per request, like the arrays above.
     @exclusivity(unchecked) private var storage: [PushRequest.Storage] = []
     static let storageLimit = idleLimit
 
@@ -230,20 +343,20 @@ final class StreamPool {
     struct Inspection: Equatable {
         /// The phase of a stream that stayed in it past its limit, if any.
         var stuck: HTTP2Stream.Phase?
-        /// Streams whose answer is held back on purpose (``HTTP2Stream/exemptFromTimeouts``).
+        /// Streams whose answer is held back on purpose (``HTTP2Stream/isExemptFromTimeouts``).
         var exempt = 0
     }
 
     /// The stuck-stream check, run by the connection's timer every few seconds, never per request:
     /// a stream found in the same phase (under the same id) as at an earlier inspection for longer
-    /// than its limit — `receiving` for `receiving` nanoseconds, any later phase for `answering` —
-    /// is stuck. A stream is first timed at the first inspection that sees its phase, so it is
+    /// than its limit — `receiving` (or `discarding`) for `receiving` nanoseconds, any later phase
+    /// for `answering` — is stuck. A stream is first timed at the first inspection that sees its phase, so it is
     /// caught between its limit and its limit plus the inspection interval.
     func inspect(now: UInt64, receiving: UInt64, answering: UInt64) -> Inspection {
         var result = Inspection()
         guard openCount > 0 else { return result }
         for stream in streams where stream.phase != .idle {
-            if stream.exemptFromTimeouts || stream.isHeld {
+            if stream.isExemptFromTimeouts {
                 result.exempt += 1
                 continue
             }
@@ -253,7 +366,7 @@ final class StreamPool {
                 stream.watchedSince = now
                 continue
             }
-            let limit = stream.phase == .receiving ? receiving : answering
+            let limit = stream.phase == .receiving || stream.phase == .discarding ? receiving : answering
             if now &- stream.watchedSince >= limit, result.stuck == nil {
                 result.stuck = stream.phase
             }
@@ -262,10 +375,11 @@ final class StreamPool {
     }
 
     /// Returns a closed stream to the pool, or frees it past ``idleLimit`` so that a burst of
-    /// streams does not pin memory.
-    func close(_ stream: HTTP2Stream) {
+    /// streams does not pin memory. Returns the token of a response that did not go out.
+    @discardableResult
+    func close(_ stream: HTTP2Stream) -> ResponseToken {
         recycleStorage(of: stream)
-        stream.close()
+        let token = stream.close()
         openCount -= 1
         if idle.count < Self.idleLimit {
             idle.append(stream)
@@ -276,5 +390,6 @@ final class StreamPool {
                 last.poolIndex = stream.poolIndex
             }
         }
+        return token
     }
 }

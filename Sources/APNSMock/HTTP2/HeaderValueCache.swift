@@ -20,11 +20,15 @@ final class HeaderValueCache {
 
     /// Other header names seen on this connection (user-agent, content-length…), each with its
     /// role and last valid value. Only well-formed names are kept, at most ``otherLimit``.
+    // Searched and written per header field, from the session's header callback, while the value
+    // check is called; only the connection's event loop touches the cache and that check does not
+    // reach it, so the run-time exclusivity check is skipped.
     @exclusivity(unchecked) private var others: [(name: String, role: RequestFieldRules.Role, value: String?)] = []
     /// Every cached field has a bit in a ``RepeatKey``: known headers first, then these.
     static let otherLimit = RepeatKey.fieldCapacity - knownCount
 
     /// See ``RepeatKey``.
+    // Read at every header block's end and moved by a new value, from callbacks (as ``others``).
     @exclusivity(unchecked) private(set) var generation: UInt64 = 0
 
     init() {

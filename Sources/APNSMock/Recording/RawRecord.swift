@@ -232,8 +232,12 @@ struct RawRecord: Sendable {
     var connectionID: UInt64 { shape.connectionID }
 
     /// Accepted: answered with a success (200, or 201/204 for channel management) by the mock's
-    /// own rules or after an injected delay only. Everything else counts as rejected.
-    var isAccepted: Bool { status != nil && rejection == nil }
+    /// own rules or after an injected delay only. Everything else counts as rejected, the 431 of an
+    /// oversized header list (no reason) among it.
+    var isAccepted: Bool {
+        guard let status, rejection == nil else { return false }
+        return status < 400
+    }
 
     var reasonText: String? { rejection?.wireReason }
 

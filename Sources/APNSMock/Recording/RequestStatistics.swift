@@ -8,8 +8,10 @@ import Synchronization
 ///
 /// One relaxed atomic add per request, filed the way the record listing files the record: answered
 /// without a rejection is accepted, under its status (200, or 201 and 204 for channel management);
-/// answered with a rejection is rejected, under its reason; not answered (a fault's GOAWAY, reset,
-/// close or hang) is rejected, under the action. A fault action that still answered (a delay,
+/// answered with a rejection is rejected, under its reason; answered with one of HTTP's own errors
+/// that carry no reason (``reasonlessErrorStatuses``: the 431 of an oversized header list) is
+/// rejected, under its status; not answered (a fault's GOAWAY, reset, close or hang) is rejected,
+/// under the action. A fault action that still answered (a delay,
 /// `shrink-streams`, `ignore-pings`) is counted under its status as well as in ``byAction``.
 ///
 /// `/v1/stats` counts since start or the last `/v1/reset` or `DELETE /v1/notifications`, as the
@@ -22,7 +24,7 @@ import Synchronization
 /// ``latencySampleInterval`` per connection rather than every request.
 final class RequestStatistics: Sendable {
     /// The statuses of an accepted answer (``successStatuses``), then `Reason.allCases`, then the
-    /// fault actions that left the request unanswered.
+    /// fault actions that left the request unanswered, then ``reasonlessErrorStatuses``.
     private let counts: [RelaxedCounter]
     /// Every fault action applied, answered or not, by `FaultRule.Action.Name.allCases`.
     private let actionCounts: [RelaxedCounter]
@@ -71,6 +73,8 @@ final class RequestStatistics: Sendable {
     /// The statuses an accepted request is answered with: a push 200, channel management 201
     /// (created) and 204 (deleted) besides.
     static let successStatuses = [200, 201, 204]
+    /// Error statuses answered without an APNs reason: 431, for a header list past the limit.
+    static let reasonlessErrorStatuses = [HeaderListTooLarge.status]
     private static let reasons = Reason.allCases
     private static let actions = FaultRule.Action.Name.allCases
 
@@ -95,6 +99,10 @@ final class RequestStatistics: Sendable {
             counters.append(CoreMetrics.Counter(
                 label: "apns_requests_total", dimensions: [("status", "none"), ("reason", action.rawValue)],
                 factory: factory))
+        }
+        for status in Self.reasonlessErrorStatuses {
+            counters.append(CoreMetrics.Counter(
+                label: "apns_requests_total", dimensions: [("status", String(status)), ("reason", "")], factory: factory))
         }
         self.counters = counters
         self.counts = counters.map { _ in RelaxedCounter() }
@@ -168,7 +176,12 @@ final class RequestStatistics: Sendable {
     /// Where a request is filed (see the type's comment): `status` is `nil` when it was not answered.
     private static func index(status: Int?, rejection: Rejection?, action: FaultRule.Action.Name?) -> Int {
         if let rejection { return successStatuses.count + (reasons.firstIndex(of: rejection.reason) ?? 0) }
-        if let status { return successStatuses.firstIndex(of: status) ?? 0 }
+        if let status {
+            if let offset = reasonlessErrorStatuses.firstIndex(of: status) {
+                return successStatuses.count + reasons.count + actions.count + offset
+            }
+            return successStatuses.firstIndex(of: status) ?? 0
+        }
         return successStatuses.count + reasons.count + (action.flatMap { actions.firstIndex(of: $0) } ?? 0)
     }
 
@@ -205,6 +218,10 @@ final class RequestStatistics: Sendable {
         }
         for (offset, action) in Self.actions.enumerated() where actionValues[offset] > 0 {
             byAction[action.rawValue] = actionValues[offset]
+        }
+        let reasonless = successes + Self.reasons.count + Self.actions.count
+        for (offset, status) in Self.reasonlessErrorStatuses.enumerated() where values[reasonless + offset] > 0 {
+            byStatus[String(status), default: 0] += values[reasonless + offset]
         }
         let accepted = values[..<successes].reduce(0, +)
         let lifetimeAccepted = lifetimeValues[..<successes].reduce(0, +)

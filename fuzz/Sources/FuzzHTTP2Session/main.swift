@@ -29,7 +29,7 @@ final class Answers: HTTP2SessionDelegate {
         }
     }
 
-    func session(_ session: HTTP2Session, didCloseHeld stream: HTTP2Stream) {}
+    func session(_ session: HTTP2Session, heldStreamClosed id: Int32) {}
 
     func answerLater() {
         guard let session else { return }

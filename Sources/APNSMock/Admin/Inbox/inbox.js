@@ -744,8 +744,9 @@
   function aps(record) { return isObject(record.payload) && isObject(record.payload.aps) ? record.payload.aps : null; }
 
   function classify(record) {
-    // Accepted as the query API counts it: an answer without a reason (200, or 201/204 for channels).
-    if (record.status === null || record.reason) return "rejected";
+    // Accepted as the query API counts it: a success without a reason (200, or 201/204 for
+    // channels); a 431 for an oversized header list has no reason and is rejected.
+    if (record.status === null || record.reason || record.status >= 400) return "rejected";
     if (record.kind === "broadcast") return "broadcast";
     if (record.kind === "channel") return "channel";
     if (record.pushType === "liveactivity") return "activity";
