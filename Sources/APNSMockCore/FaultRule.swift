@@ -55,9 +55,10 @@ public struct FaultRule: Sendable, Equatable {
 
     /// What a rule can match a request on.
     public struct Facts: Sendable {
-        // Optionals spelled `Optional<…>`: a stored `var` spelled `T?` is first set to an
-        // implicit `nil` in the initialiser, whose assignment then destroys that `nil` (through
-        // Optional's generic value witness) for every request a fault rule is matched against.
+        // Optionals spelled `Optional<…>`, by the rule in docs/speed-idioms.md: the initialiser
+        // below sets them, and a `var` spelled `T?` would get an implicit `nil` that the
+        // initialiser stores first and its assignment then destroys, for every request a fault
+        // rule is matched against.
         public var token: Optional<String>
         public var topic: Optional<String>
         public var pushType: Optional<PushType>

@@ -199,8 +199,9 @@ public struct PushRequest: Sendable {
         swap(&storage.body, &body)
         swap(&storage.otherHeaders, &otherHeaders)
         if !storage.body.isEmpty { storage.body.removeAll(keepingCapacity: true) }
-        // Popped one by one: `removeAll(keepingCapacity:)` goes through the generic
-        // `replaceSubrange`, about 300 instructions for the two or three headers a request has.
+        // Popped one by one, not `removeAll(keepingCapacity:)`, which runs the unspecialised
+        // generic `replaceSubrange` (evidence: about 300 instructions for a request's two or three
+        // headers, Swift 6.3). Keep the loop while that is so; the instruction gate notices.
         while storage.otherHeaders.popLast() != nil {}
         bodyLength = 0
         return storage

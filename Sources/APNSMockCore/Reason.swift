@@ -147,7 +147,8 @@ public enum Reason: String, CaseIterable, Sendable, Codable {
 public struct Rejection: Sendable, Equatable {
     public var reason: Reason
     /// Milliseconds since the epoch when the token stopped being valid; only sent for 410.
-    public var timestamp: Int64?
+    /// Spelled `Optional<…>`: the initialiser sets it (docs/speed-idioms.md, "Optionals").
+    public var timestamp: Optional<Int64>
     /// Which spelling of `BadEnvironmentKeyIdInToken` goes on the wire (the configuration's
     /// choice); every other reason has one spelling. Held as an enum rather than the text, so a
     /// rejection is a few bytes with nothing to retain (it travels in verdicts and records).

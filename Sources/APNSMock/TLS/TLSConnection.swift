@@ -35,6 +35,7 @@ final class TLSConnection {
     /// here so that many small HTTP/2 frames become few TLS records (one `SSL_write` per 16 KiB).
     private let plaintextIn: UnsafeMutableRawBufferPointer
     private let plaintextOut: UnsafeMutableRawBufferPointer
+    // Unchecked: only the connection's event loop touches it, in the copy loop of every write.
     @exclusivity(unchecked) private var plaintextOutCount = 0
     /// The largest TLS record's plaintext.
     static let recordSize = 16 * 1024
