@@ -605,7 +605,7 @@ struct HTTP2StreamTests {
             stream.dispatch()
             stream.respond(body: [1, 2, 3], token: token)
             switch ending {
-            case 0: #expect(stream.responseSent() == token)
+            case 0: #expect(stream.responseSent() == token && stream.phase == .answered)
             case 1: #expect(stream.reset() == token)
             default: #expect(stream.close() == token)
             }

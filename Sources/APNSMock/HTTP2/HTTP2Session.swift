@@ -258,6 +258,8 @@ final class HTTP2Session {
     /// client closed meanwhile goes back to the pool afterwards.
     private func handOverCompleted() {
         guard !completed.isEmpty else { return }
+        // Loaded once, not per request: each load of an unowned reference checks it is alive.
+        let delegate = self.delegate
         for stream in completed {
             // Only the client's close moves a complete stream before it is handed over.
             let closedMeanwhile = stream.phase == .reset
@@ -502,6 +504,8 @@ final class HTTP2Session {
     private func tellEvents() {
         guard !events.isEmpty, !tellingEvents else { return }
         tellingEvents = true
+        // Loaded once, not per event (as in ``handOverCompleted()``).
+        let delegate = self.delegate
         var index = 0
         while index < events.count {
             let event = events[index]

@@ -28,7 +28,7 @@ final class HTTP2Stream {
     /// Where a stream is in its life, as readers outside the state machine see it (the
     /// stuck-stream check, tests): ``State`` without its payloads.
     enum Phase: Equatable {
-        case idle, receiving, discarding, complete, dispatched, held, responding, reset
+        case idle, receiving, discarding, complete, dispatched, held, responding, answered, reset
     }
 
     private enum State {
@@ -49,8 +49,11 @@ final class HTTP2Stream {
         /// Deliberately never answered (a `hang` fault): not timed either; its close is reported.
         case held
         /// Its response was submitted; `body[offset...]` is still to go out. `token` is reported
-        /// once, when the last frame goes out or the stream closes first (then it is `.none`).
+        /// once: when the last frame goes out, or when the stream closes (or the connection ends,
+        /// then it is `.none`) first.
         case responding(body: [UInt8], offset: Int, token: ResponseToken)
+        /// Its response's last frame went out (nghttp2 closes it next): the body is dropped.
+        case answered
         /// Reset with RST_STREAM (a malformed request, a limit, an API's choice), or closed by the
         /// client while complete; whatever else arrives for it is dropped.
         case reset
@@ -117,6 +120,7 @@ final class HTTP2Stream {
         case .dispatched: .dispatched
         case .held: .held
         case .responding: .responding
+        case .answered: .answered
         case .reset: .reset
         }
     }
@@ -221,18 +225,27 @@ final class HTTP2Stream {
         return (count, offset + count == body.count)
     }
 
-    /// The response's last frame went out: its token (`.none` when it had none, or the stream is
-    /// not responding), which is given back once.
+    /// The token of the response going out, not given back yet (`.none` when there is none).
+    /// Read in place: binding the body too would retain it.
+    private var pendingToken: ResponseToken {
+        if case .responding(_, _, let token) = state { return token }
+        return .none
+    }
+
+    /// responding → answered: the response's last frame went out. Returns its token (`.none` when
+    /// it had none, or the stream was not responding), which is given back once.
     func responseSent() -> ResponseToken {
-        guard case .responding(let body, let offset, let token) = state, token != .none else { return .none }
-        state = .responding(body: body, offset: offset, token: .none)
+        guard case .responding(_, _, let token) = state else { return .none }
+        state = .answered
         return token
     }
 
-    /// The response will not go out (its stream or connection ends first): its token, given back
-    /// once, as ``responseSent()`` does.
+    /// The response will not go out (its connection ends first): its token, given back once, as
+    /// ``responseSent()`` does; the stream stays responding until it closes.
     func abandonResponse() -> ResponseToken {
-        responseSent()
+        guard case .responding(let body, let offset, let token) = state, token != .none else { return .none }
+        state = .responding(body: body, offset: offset, token: .none)
+        return token
     }
 
     /// Any state but idle → reset (RST_STREAM, or the client closed a complete stream). A
@@ -240,7 +253,7 @@ final class HTTP2Stream {
     @discardableResult
     func reset() -> ResponseToken {
         if case .idle = state { preconditionFailure("resetting an idle stream") }
-        let token = abandonResponse()
+        let token = pendingToken
         state = .reset
         return token
     }
@@ -249,7 +262,7 @@ final class HTTP2Stream {
     /// back yet is returned: that response did not go out.
     @discardableResult
     func close() -> ResponseToken {
-        let token = abandonResponse()
+        let token = pendingToken
         state = .idle
         id = 0
         return token
