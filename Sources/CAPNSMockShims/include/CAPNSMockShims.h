@@ -19,6 +19,13 @@ void CAPNSMockShims_OPENSSL_free(void *ptr);
 /// no renegotiation, server cipher preference.
 void CAPNSMockShims_SSL_CTX_set_server_options(SSL_CTX *ctx);
 
+/// Builds, once, the certificate chain the handshake sends after the server certificate, when the
+/// certificate file held no chain of its own: from the context's certificate store (the client
+/// CA), as OpenSSL would otherwise build it in every handshake (a chain verification, an ECDSA
+/// verify each time). Verification errors are ignored, as in the handshake: the chain is what could
+/// be built. Returns 1, or 0 when it could not be built (nothing changed then).
+int CAPNSMockShims_SSL_CTX_build_chain_once(SSL_CTX *ctx);
+
 /// A new P-256 key pair (EVP_EC_gen is a macro over a variadic function).
 EVP_PKEY *CAPNSMockShims_EC_P256_generate(void);
 
