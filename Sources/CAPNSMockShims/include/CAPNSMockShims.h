@@ -53,6 +53,9 @@ int CAPNSMockTransport_endLoan(BIO *bio);
 size_t CAPNSMockTransport_output(BIO *bio, const void **bytes);
 /// Drops the first `count` bytes of the waiting ciphertext (they were sent on).
 void CAPNSMockTransport_consumeOutput(BIO *bio, size_t count);
+/// Frees the buffer of each direction that holds no bytes (a quiet connection keeps none); the
+/// next bytes allocate one again.
+void CAPNSMockTransport_releaseBuffers(BIO *bio);
 
 /// Gives free heap pages back to the system (glibc's malloc_trim(0), which Swift's Glibc module
 /// does not export); returns 1 when memory was released. Does nothing elsewhere.
