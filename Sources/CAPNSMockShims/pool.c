@@ -4,11 +4,19 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* Size classes 32 B .. 4 KiB (powers of two, payload bytes). Every block starts with a 16-byte
- * header holding its class (or, for malloc'd large blocks, LARGE and the payload size), which keeps
+ * header holding its class (or, for large blocks, LARGE or MAPPED and the payload size), which keeps
  * payloads 16-byte aligned as malloc's are. */
-enum { CLASSES = 8, MIN_SHIFT = 5, LARGE = 0xff, HEADER = 16 };
+enum { CLASSES = 8, MIN_SHIFT = 5, LARGE = 0xff, MAPPED = 0xfe, HEADER = 16 };
+/* Blocks of this many payload bytes or more are mapped on their own, not taken from malloc: the
+ * one nghttp2 allocates per session for framing output (16 KiB and a frame header) is mostly never
+ * written by a session that sends small frames, and pages of a mapping that are never written
+ * cost no memory. From malloc it would usually reuse memory another allocation had written (the
+ * handshake's, freed just before the session starts), all of it resident: 12 kB more per idle
+ * connection. One mmap and munmap per session; such blocks come only once per session. */
+enum { MAPPED_MIN = 16 * 1024 };
 /* Free blocks kept per pool, in payload bytes: enough for a few hundred concurrent streams'
  * worth of nghttp2 objects; what a larger burst frees beyond it goes back to malloc. */
 enum { FREE_BYTES_LIMIT = 256 * 1024 };
@@ -17,7 +25,7 @@ typedef union block_header {
     struct {
         uint32_t size_class;
         uint32_t reserved;
-        size_t size; /* payload size of a LARGE block */
+        size_t size; /* payload size of a LARGE or MAPPED block */
     } info;
     union block_header *next; /* while on a free list */
     unsigned char bytes[16];
@@ -46,9 +54,16 @@ static void *pool_malloc(size_t size, void *user) {
     block_header *block;
     if (c < 0) {
         if (size > SIZE_MAX - HEADER) return NULL;
-        block = malloc(HEADER + size);
-        if (block == NULL) return NULL;
-        block->info.size_class = LARGE;
+        if (size >= MAPPED_MIN) {
+            void *mapped = mmap(NULL, HEADER + size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (mapped == MAP_FAILED) return NULL;
+            block = mapped;
+            block->info.size_class = MAPPED;
+        } else {
+            block = malloc(HEADER + size);
+            if (block == NULL) return NULL;
+            block->info.size_class = LARGE;
+        }
         block->info.size = size;
     } else if (pool->free_lists[c] != NULL) {
         block = pool->free_lists[c];
@@ -71,6 +86,10 @@ static void pool_free(void *ptr, void *user) {
     CAPNSMockPool *pool = user;
     block_header *block = (block_header *)((char *)ptr - HEADER);
     uint32_t c = block->info.size_class;
+    if (c == MAPPED) {
+        munmap(block, HEADER + block->info.size);
+        return;
+    }
     if (c == LARGE || pool->free_bytes + class_size(c) > FREE_BYTES_LIMIT) {
         free(block);
         return;
@@ -83,7 +102,8 @@ static void pool_free(void *ptr, void *user) {
 static void *pool_calloc(size_t count, size_t size, void *user) {
     if (size != 0 && count > SIZE_MAX / size) return NULL;
     void *ptr = pool_malloc(count * size, user);
-    if (ptr != NULL) memset(ptr, 0, count * size);
+    /* A new mapping is zero already: writing its zeros would make every page resident. */
+    if (ptr != NULL && ((block_header *)((char *)ptr - HEADER))->info.size_class != MAPPED) memset(ptr, 0, count * size);
     return ptr;
 }
 
@@ -94,8 +114,9 @@ static void *pool_realloc(void *ptr, size_t size, void *user) {
         return NULL;
     }
     block_header *block = (block_header *)((char *)ptr - HEADER);
-    size_t old_size = block->info.size_class == LARGE ? block->info.size : class_size(block->info.size_class);
-    if (block->info.size_class != LARGE && size <= old_size) return ptr;
+    int sized = block->info.size_class == LARGE || block->info.size_class == MAPPED;
+    size_t old_size = sized ? block->info.size : class_size(block->info.size_class);
+    if (!sized && size <= old_size) return ptr;
     void *moved = pool_malloc(size, user);
     if (moved == NULL) return NULL;
     memcpy(moved, ptr, old_size < size ? old_size : size);

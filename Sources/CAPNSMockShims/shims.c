@@ -64,6 +64,16 @@ void CAPNSMockShims_SSL_CTX_request_client_certificate(SSL_CTX *ctx) {
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, capnsmock_accept_any_chain);
 }
 
+int CAPNSMockShims_SSL_CTX_build_chain_once(SSL_CTX *ctx) {
+    STACK_OF(X509) *chain = NULL;
+    STACK_OF(X509) *extra = NULL;
+    if (SSL_CTX_get0_chain_certs(ctx, &chain) != 1) return 0;
+    SSL_CTX_get_extra_chain_certs_only(ctx, &extra);
+    // A chain from the file is sent as it is, and is never built from the store.
+    if (sk_X509_num(chain) > 0 || sk_X509_num(extra) > 0) return 1;
+    return SSL_CTX_build_cert_chain(ctx, SSL_BUILD_CHAIN_FLAG_IGNORE_ERROR | SSL_BUILD_CHAIN_FLAG_CLEAR_ERROR) > 0;
+}
+
 EVP_PKEY *CAPNSMockShims_EC_P256_generate(void) {
     return EVP_EC_gen("P-256");
 }

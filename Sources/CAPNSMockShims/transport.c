@@ -180,6 +180,18 @@ size_t CAPNSMockTransport_output(BIO *bio, const void **bytes) {
     return state->out.length;
 }
 
+void CAPNSMockTransport_releaseBuffers(BIO *bio) {
+    transport_state *state = BIO_get_data(bio);
+    byte_queue *queues[] = {&state->kept, &state->out};
+    for (size_t i = 0; i < sizeof queues / sizeof queues[0]; i++) {
+        if (queues[i]->length > 0) continue;
+        free(queues[i]->bytes);
+        queues[i]->bytes = NULL;
+        queues[i]->start = 0;
+        queues[i]->capacity = 0;
+    }
+}
+
 void CAPNSMockTransport_consumeOutput(BIO *bio, size_t count) {
     transport_state *state = BIO_get_data(bio);
     byte_queue_consume(&state->out, count);

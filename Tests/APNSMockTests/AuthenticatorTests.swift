@@ -41,6 +41,28 @@ struct AuthenticatorTests {
         #expect(expired.failure?.reason == .expiredProviderToken)
     }
 
+    /// A token verified on one connection is known to the next (a client that connects per push
+    /// costs one ES256 per token, not per connection); a token that fails verification is not kept.
+    @Test func aVerifiedTokenIsKnownToTheNextConnection() throws {
+        let authenticator = try Self.authenticator()
+        let iat: Int64 = 1_800_000_000
+        let authorization = try Self.sign(iat: String(iat))
+        var first = AuthState()
+        #expect(authenticator.authenticate(authorization: authorization, environment: .sandbox, now: iat + 10, state: &first).failure == nil)
+        #expect(authenticator.verified.verdict(for: authorization) != nil)
+        var second = AuthState()
+        let next = authenticator.authenticate(authorization: authorization, environment: .sandbox, now: iat + 20, state: &second)
+        #expect(next.failure == nil)
+        #expect(next.acceptedFirstToken, "each connection still binds the token itself")
+        #expect(next.summary == authenticator.authenticate(
+            authorization: authorization, environment: .sandbox, now: iat + 20, state: &first).summary)
+        let forged = String(authorization.dropLast(4)) + (authorization.hasSuffix("AAAA") ? "BBBB" : "AAAA")
+        var third = AuthState()
+        let refused = authenticator.authenticate(authorization: forged, environment: .sandbox, now: iat + 20, state: &third)
+        #expect(refused.failure?.reason == .invalidProviderToken)
+        #expect(authenticator.verified.verdict(for: forged) == nil)
+    }
+
     static func sign(iat literal: String, signatureForm: ProviderToken.SignatureForm = .jose) throws -> String {
         let material = try MockHarness.sharedCertificates()
         let pem = try String(contentsOfFile: material.tokenKeyPath(material.tokenKeys[0]), encoding: .utf8)

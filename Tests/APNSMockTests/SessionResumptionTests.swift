@@ -23,4 +23,16 @@ struct SessionResumptionTests {
             #expect(second.text.contains("Reused, TLSv1."), "\(second.text.prefix(600))")
         }
     }
+
+    /// A full handshake sends the server certificate and the CA that issued it, as it did when
+    /// OpenSSL built that chain in every handshake; the mock builds it once at start.
+    @Test func aFullHandshakeSendsTheCertificateAndItsCA() async throws {
+        try await MockHarness.withRunningMock { mock in
+            let output = try await ExternalTool.run("sh", ["-c",
+                "sleep 1 | openssl s_client -connect 127.0.0.1:\(mock.apnsPort) -servername localhost -alpn h2"
+                    + " -CAfile \(mock.caPath) -verify_return_error -showcerts 2>&1"]).text
+            #expect(output.components(separatedBy: "-----BEGIN CERTIFICATE-----").count - 1 == 2, "\(output.prefix(600))")
+            #expect(output.contains("Verify return code: 0 (ok)"), "\(output.prefix(600))")
+        }
+    }
 }

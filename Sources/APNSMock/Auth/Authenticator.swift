@@ -78,7 +78,7 @@ struct AuthState {
 
     /// A verified token: its key and what the record shows of it (``AuthSummary`` with `iat`, the
     /// form of `iat` and of the signature, and the token's fingerprint).
-    enum Verdict {
+    enum Verdict: Sendable {
         case invalid
         case valid(TokenKey, iat: Int64, summary: AuthSummary)
     }
@@ -103,6 +103,8 @@ struct Authenticator: Sendable {
     let narrowsTopics: Bool
     let clock: any ClockBackend
     let tokens: any TokenBackend
+    /// Tokens verified on any connection, so that a new connection repeating one skips ES256.
+    let verified = VerifiedTokens()
 
     /// The mock's time in seconds, as ``authenticate(authorization:environment:now:state:)`` wants it.
     func now() -> Int64 { clock.nowSeconds() }
@@ -179,8 +181,16 @@ struct Authenticator: Sendable {
         return binding.expired
     }
 
-    /// Parses and verifies a token: the only place ES256 runs.
+    /// Parses and verifies a token: the only place ES256 runs, once per token while it stays in
+    /// ``verified``.
     func verify(_ authorization: String) -> AuthState.Verdict {
+        if let verdict = verified.verdict(for: authorization) { return verdict }
+        let verdict = verifyAnew(authorization)
+        verified.remember(authorization, verdict)
+        return verdict
+    }
+
+    private func verifyAnew(_ authorization: String) -> AuthState.Verdict {
         guard let token = ProviderToken.parse(authorization: authorization),
               !settings.strictProviderTokens || (token.issuedAtForm == .integer && token.signatureForm == .jose),
               let key = keys.byID[token.keyID],

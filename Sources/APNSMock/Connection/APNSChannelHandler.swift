@@ -160,6 +160,8 @@ final class APNSChannelHandler: ChannelDuplexHandler {
         }
         if connection.isFinished {
             close(context: context)
+        } else {
+            connection.releaseBuffersIfQuiet()
         }
     }
 

@@ -129,6 +129,14 @@ final class APNSConnection {
         return StreamPool.Inspection()
     }
 
+    /// Gives back the TLS buffers while nothing is in flight: no stream open and nothing waiting
+    /// to be sent (``TLSConnection/releaseBuffers()``). An idle connection then holds no record or
+    /// plaintext buffers; a busy one gets here once per burst, not per record.
+    func releaseBuffersIfQuiet() {
+        guard case .open(let session) = state, session.openStreamCount == 0, !session.wantsWrite else { return }
+        tls.releaseBuffers()
+    }
+
     // MARK: Input
 
     /// Processes ciphertext from the client. Responses it triggers are produced by

@@ -33,9 +33,10 @@ final class TLSConnection {
 
     /// Plaintext from `SSL_read` on its way to the caller, and plaintext from the caller coalesced
     /// here so that many small HTTP/2 frames become few TLS records (one `SSL_write` per 16 KiB).
-    private let plaintextIn: UnsafeMutableRawBufferPointer
-    private let plaintextOut: UnsafeMutableRawBufferPointer
-    // Unchecked: only the connection's event loop touches it, in the copy loop of every write.
+    /// Allocated on first use and given back by ``releaseBuffers()`` while the connection is quiet.
+    // Unchecked: only the connection's event loop touches them, in the copy loop of every read and write.
+    @exclusivity(unchecked) private var plaintextIn: UnsafeMutableRawBufferPointer?
+    @exclusivity(unchecked) private var plaintextOut: UnsafeMutableRawBufferPointer?
     @exclusivity(unchecked) private var plaintextOutCount = 0
     /// The largest TLS record's plaintext.
     static let recordSize = 16 * 1024
@@ -54,14 +55,32 @@ final class TLSConnection {
         SSL_set_accept_state(ssl)
         self.ssl = ssl
         self.transport = transport
-        plaintextIn = .allocate(byteCount: Self.recordSize, alignment: 16)
-        plaintextOut = .allocate(byteCount: Self.recordSize, alignment: 16)
     }
 
     deinit {
         SSL_free(ssl)
-        plaintextIn.deallocate()
-        plaintextOut.deallocate()
+        plaintextIn?.deallocate()
+        plaintextOut?.deallocate()
+    }
+
+    /// Gives back the buffers a quiet connection does not need, which an idle connection would
+    /// otherwise hold for as long as it stays open (tens of kB each): OpenSSL's record buffers
+    /// (`SSL_free_buffers`, which keeps them while a record is partly read or written), the
+    /// transport's empty queues and the plaintext buffers. The next read or write allocates them
+    /// again. Call it between bursts, not after every record: `SSL_MODE_RELEASE_BUFFERS` does the
+    /// latter, and slows a busy connection down.
+    func releaseBuffers() {
+        guard isHandshakeComplete, plaintextOutCount == 0 else { return }
+        _ = SSL_free_buffers(ssl)
+        CAPNSMockTransport_releaseBuffers(transport)
+        plaintextIn?.deallocate()
+        plaintextIn = nil
+        plaintextOut?.deallocate()
+        plaintextOut = nil
+    }
+
+    private static func allocateRecordBuffer() -> UnsafeMutableRawBufferPointer {
+        .allocate(byteCount: recordSize, alignment: 16)
     }
 
     /// Lends ciphertext received from the peer to OpenSSL while `body` runs: ``handshake()`` and
@@ -95,6 +114,8 @@ final class TLSConnection {
     /// only during the call. `.bytes` says how many; call again until it says otherwise.
     func read(_ body: (UnsafeRawBufferPointer) -> Void) -> ReadResult {
         OpenSSLError.clearQueue()
+        let plaintextIn = self.plaintextIn ?? Self.allocateRecordBuffer()
+        self.plaintextIn = plaintextIn
         let rc = SSL_read(ssl, plaintextIn.baseAddress, Int32(plaintextIn.count))
         if rc > 0 {
             body(UnsafeRawBufferPointer(rebasing: plaintextIn[..<Int(rc)]))
@@ -113,6 +134,8 @@ final class TLSConnection {
     /// Queues plaintext for encryption, coalescing it with what is already queued; a full record
     /// is encrypted at once. Returns false when encrypting failed (the connection is broken).
     func append(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        let plaintextOut = self.plaintextOut ?? Self.allocateRecordBuffer()
+        self.plaintextOut = plaintextOut
         var chunk = bytes
         while !chunk.isEmpty {
             let room = plaintextOut.count - plaintextOutCount
@@ -130,7 +153,7 @@ final class TLSConnection {
 
     /// Encrypts whatever plaintext is queued. Returns false when encrypting failed.
     func flush() -> Bool {
-        guard plaintextOutCount > 0 else { return true }
+        guard plaintextOutCount > 0, let plaintextOut else { return true }
         let written = write(UnsafeRawBufferPointer(rebasing: plaintextOut[..<plaintextOutCount]))
         plaintextOutCount = 0
         return written

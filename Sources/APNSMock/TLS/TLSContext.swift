@@ -41,6 +41,12 @@ final class TLSContext: @unchecked Sendable {
                 SSL_CTX_set_client_CA_list(ctx, names)
             }
         }
+        // The chain sent after the certificate is built here once: otherwise OpenSSL builds it from
+        // the certificate store (the client CA) in every handshake, verifying its signatures, which
+        // was a fifth of a new connection's instructions. The handshake sends the same certificates.
+        guard CAPNSMockShims_SSL_CTX_build_chain_once(ctx) == 1 else {
+            throw OpenSSLError.drain("building the certificate chain of \(certificateChainPath)")
+        }
         // Partial writes let one SSL_write take whatever fits; the transport BIO never refuses, but
         // this keeps the contract explicit. SSL_MODE_RELEASE_BUFFERS is deliberately off: it would
         // save ~34 KiB per idle connection but frees and reallocates the record buffers on every

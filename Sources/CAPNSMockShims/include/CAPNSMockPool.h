@@ -7,7 +7,8 @@
 /// allocates and frees for every request (stream, outbound item, header buffers) are recycled
 /// instead of going through malloc. Not thread-safe: a session, and so its pool, is used from one
 /// event loop at a time. The free blocks kept are bounded in bytes, so a burst does not
-/// pin memory; allocations above the largest class go to malloc.
+/// pin memory; allocations above the largest class go to malloc, and those of 16 KiB or more
+/// (nghttp2's framing buffer) to a mapping of their own, whose pages cost memory only once written.
 typedef struct CAPNSMockPool CAPNSMockPool;
 
 CAPNSMockPool *CAPNSMockPool_create(void);

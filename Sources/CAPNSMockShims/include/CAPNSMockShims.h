@@ -19,6 +19,13 @@ void CAPNSMockShims_OPENSSL_free(void *ptr);
 /// no renegotiation, server cipher preference.
 void CAPNSMockShims_SSL_CTX_set_server_options(SSL_CTX *ctx);
 
+/// Builds, once, the certificate chain the handshake sends after the server certificate, when the
+/// certificate file held no chain of its own: from the context's certificate store (the client
+/// CA), as OpenSSL would otherwise build it in every handshake (a chain verification, an ECDSA
+/// verify each time). Verification errors are ignored, as in the handshake: the chain is what could
+/// be built. Returns 1, or 0 when it could not be built (nothing changed then).
+int CAPNSMockShims_SSL_CTX_build_chain_once(SSL_CTX *ctx);
+
 /// A new P-256 key pair (EVP_EC_gen is a macro over a variadic function).
 EVP_PKEY *CAPNSMockShims_EC_P256_generate(void);
 
@@ -46,6 +53,9 @@ int CAPNSMockTransport_endLoan(BIO *bio);
 size_t CAPNSMockTransport_output(BIO *bio, const void **bytes);
 /// Drops the first `count` bytes of the waiting ciphertext (they were sent on).
 void CAPNSMockTransport_consumeOutput(BIO *bio, size_t count);
+/// Frees the buffer of each direction that holds no bytes (a quiet connection keeps none); the
+/// next bytes allocate one again.
+void CAPNSMockTransport_releaseBuffers(BIO *bio);
 
 /// Gives free heap pages back to the system (glibc's malloc_trim(0), which Swift's Glibc module
 /// does not export); returns 1 when memory was released. Does nothing elsewhere.
