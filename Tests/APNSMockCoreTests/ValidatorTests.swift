@@ -479,7 +479,7 @@ func pushTypeWithItsTopic(type: PushType) throws {
     #expect(ValidationStep.allCases == [
         .method, .path, .deviceTokenFormat, .duplicateHeaders, .messageID, .expiration, .priorityValue,
         .collapseID, .pushType, .topic, .topicFitsPushType, .priorityForPushType, .authentication,
-        .topicAllowed, .payloadSize, .strictLint, .deviceRegistry,
+        .topicAllowed, .payloadSize, .strictLint, .deviceRegistry, .liveActivityChannel,
     ])
     #expect(ValidationStep.authentication.reasons.contains(.missingProviderToken))
 }
@@ -529,12 +529,40 @@ func memoisedValidation(row: ValidationRow) {
     context.update(
         environment: .sandbox, allowedTopics: .bundleIDs(["com.example.app"]), certificateTopic: nil,
         authenticationFailure: nil, devices: DeviceRegistry(entries: [DeviceEntry(token: Scenario.token)]),
-        authenticatedWithCertificate: true)
+        authenticatedWithCertificate: true,
+        channels: ChannelRegistry([
+            BroadcastChannel(bundleID: "com.example.app", environment: .sandbox, id: "c2Vl", storagePolicy: .noMessageStored),
+        ]))
     #expect(context.environment == .sandbox)
     #expect(context.allowedTopics == .bundleIDs(["com.example.app"]))
     #expect(context.certificateTopic == nil)
     #expect(context.authenticationFailure == nil)
     #expect(context.devices.policy == .open && !context.devices.isEmpty)
     #expect(context.authenticatedWithCertificate)
-    #expect(Mirror(reflecting: context).children.count == 6)
+    #expect(context.channels.channel(id: "c2Vl") != nil)
+    #expect(Mirror(reflecting: context).children.count == 7)
+}
+
+/// A Live Activity naming a channel in `aps.input-push-channel`: the channel must exist for the
+/// app in the request's environment; a lint finding, a rejection under strict lint, and only after
+/// the device registry had its say.
+@Test func liveActivityChannelStepNeedsTheChannel() throws {
+    let channelID = "dHN0LTEyMzQ1Njc4OTBhYmNkZWY="
+    var scenario = Scenario.baseline()
+    scenario.request.pushType = "liveactivity"
+    scenario.request.topic = "com.example.app.push-type.liveactivity"
+    scenario.request.collapseID = nil
+    scenario.setBody(#"{"aps":{"event":"update","content-state":{},"timestamp":1,"input-push-channel":"\#(channelID)"}}"#)
+    let unknown = try #require(scenario.decision().acceptedPush)
+    #expect(unknown.lint.map(\.code) == [.liveActivityUnknownChannel])
+
+    scenario.context.channels = ChannelRegistry([
+        BroadcastChannel(bundleID: "com.example.app", environment: .sandbox, id: channelID, storagePolicy: .noMessageStored),
+    ])
+    #expect(try #require(scenario.decision().acceptedPush).lint.isEmpty)
+    scenario.context.environment = .production
+    scenario.settings.strictLint = true
+    #expect(scenario.decision().rejection?.reason == scenario.settings.lintRejectionReason)
+    scenario.context.devices = DeviceRegistry(policy: .registered)
+    #expect(scenario.decision().rejection?.reason == .badDeviceToken)
 }
