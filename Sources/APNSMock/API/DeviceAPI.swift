@@ -83,8 +83,13 @@ final class DeviceAPI: DecidingAPI {
         state.validation.update(
             environment: environment, allowedTopics: auth.allowedTopics, certificateTopic: auth.certificateTopic.registerCopy(),
             authenticationFailure: auth.failure, devices: state.devices.refreshed(from: devices),
-            authenticatedWithCertificate: state.auth.certificate != nil,
-            channels: state.channels.refreshed(from: channelRegistry))
+            authenticatedWithCertificate: state.auth.certificate != nil)
+        // The channels change rarely: the context takes a new snapshot only when they did.
+        let channelsVersion = channelRegistry.version
+        if channelsVersion != state.validationChannelsVersion {
+            state.validationChannelsVersion = channelsVersion
+            state.validation.channels = state.channels.refreshed(from: channelRegistry)
+        }
         let decision = validator.validate(request, context: state.validation, memo: &state.memo)
         let apnsID = APNSResponse.RequestID.take(request.apnsID, random: &state.random)
         let response: APNSResponse
