@@ -244,22 +244,21 @@ public struct BroadcastValidator: Sendable {
     /// ``BroadcastStep/broadcastOrder``.
     ///
     /// The steps that read only the headers and the configuration are run once for a connection's
-    /// headers and remembered in `memo` while the headers repeat (compared as the device push's
-    /// header memo compares them); the others (credentials, the channel, the payload) run for
+    /// headers and remembered in `memo` while the headers repeat (in a ``ValidationMemo/HeaderMemo``,
+    /// as the device push's header steps are); the others (credentials, the channel, the payload) run for
     /// every broadcast. The order of the answers is the same either way: a remembered failure
     /// answers at its own step, after the steps before it ran. The settings must be the same for
     /// every broadcast of one memo (they are the configuration's).
     public func decideBroadcast(
         _ request: PushRequest, context: BroadcastContext, memo: inout ValidationMemo
     ) -> BroadcastVerdict {
-        // The key is compared where it is stored: copying it out would copy a whole request. So is
-        // the outcome read: only its draft, which the other steps add to, is copied.
         var draft: Draft
         let headerFailure: (step: BroadcastStep, rejection: Rejection)?
-        if memo.broadcastHeaders?.key.matches(request, certificateTopic: nil) == true {
-            // Read in place: binding the entry would copy its key, a whole request.
-            draft = memo.broadcastHeaders!.outcome.draft
-            headerFailure = memo.broadcastHeaders!.outcome.failure
+        if let outcome = memo.broadcastHeaders.take(for: request, certificateTopic: nil) {
+            // Only the draft, which the other steps add to, is copied.
+            draft = outcome.draft
+            headerFailure = outcome.failure
+            memo.broadcastHeaders.putBack(outcome)
         } else {
             draft = Draft()
             var failure: (step: BroadcastStep, rejection: Rejection)?
@@ -270,8 +269,7 @@ public struct BroadcastValidator: Sendable {
                 }
             }
             headerFailure = failure
-            memo.broadcastHeaders = (
-                ValidationMemo.HeaderKey(request, certificateTopic: nil), HeaderOutcome(draft: draft, failure: failure))
+            memo.broadcastHeaders.keep(HeaderOutcome(draft: draft, failure: failure), for: request, certificateTopic: nil)
         }
         for step in BroadcastStep.broadcastOrder {
             if let failure = headerFailure, failure.step == step {

@@ -128,12 +128,7 @@ public struct FaultRule: Sendable, Equatable {
         }
 
         /// Whether the request still gets its answer (the action is on the connection).
-        public var answers: Bool {
-            switch self {
-            case .shrinkStreams, .ignorePings: true
-            case .goaway, .reset, .close, .hang, .tcpReset: false
-            }
-        }
+        public var answers: Bool { Disposition(self, respond: nil).answers }
 
         /// `shrink-streams`' new limit.
         public var maxConcurrentStreams: Int? {
@@ -148,6 +143,55 @@ public struct FaultRule: Sendable, Equatable {
             case .shrinkStreams(_, let duration): duration
             case .ignorePings(let duration): duration
             default: nil
+            }
+        }
+    }
+
+    /// What happens to a request's stream once its rule (if any) applied: it is answered (two
+    /// actions act on the connection beside the answer), or one action takes the answer's place.
+    /// One case per action, each with what carrying it out needs, so that "answered and reset" or a
+    /// GOAWAY reason without a GOAWAY cannot be written. The server's `Effects` carry it, and its
+    /// connection carries it out.
+    public enum Disposition: Sendable, Equatable {
+        /// The response goes out.
+        case answer
+        /// The response goes out, and the connection's MAX_CONCURRENT_STREAMS drops to
+        /// `maxConcurrentStreams`, restored after `durationMs` when given (`shrink-streams`).
+        case answerAndShrinkStreams(maxConcurrentStreams: Int, durationMs: Int?)
+        /// The response goes out, and the connection's PINGs go unanswered for `durationMs`
+        /// (`ignore-pings`).
+        case answerAndIgnorePings(durationMs: Int)
+        /// RST_STREAM INTERNAL_ERROR instead of the answer (`reset`, and a request no route takes).
+        case reset
+        /// REFUSED_STREAM on the request's stream, then GOAWAY in `form`; `reason` is its debug
+        /// data when the form carries one (the rule's `respond`, else Shutdown).
+        case goAway(GoAway, reason: Reason)
+        /// The TCP connection closes without a word (`close`).
+        case close
+        /// The TCP connection is reset (`tcp-reset`).
+        case tcpReset
+        /// The stream is never answered (`hang`).
+        case hang
+
+        /// A matched rule's action; `respond` is the rule's answer, which a GOAWAY carries.
+        public init(_ action: Action, respond: Rejection?) {
+            switch action {
+            case .shrinkStreams(let limit, let durationMs):
+                self = .answerAndShrinkStreams(maxConcurrentStreams: limit, durationMs: durationMs)
+            case .ignorePings(let durationMs): self = .answerAndIgnorePings(durationMs: durationMs)
+            case .reset: self = .reset
+            case .goaway(let form): self = .goAway(form, reason: respond?.reason ?? .shutdown)
+            case .close: self = .close
+            case .tcpReset: self = .tcpReset
+            case .hang: self = .hang
+            }
+        }
+
+        /// Whether the response goes out.
+        public var answers: Bool {
+            switch self {
+            case .answer, .answerAndShrinkStreams, .answerAndIgnorePings: true
+            case .reset, .goAway, .close, .tcpReset, .hang: false
             }
         }
     }

@@ -19,6 +19,12 @@ public struct RequestContext: Sendable {
     public var authenticationFailure: Rejection?
     /// The current device registry (a copy-on-write snapshot; see ``DeviceRegistry``).
     public var devices: DeviceRegistry
+    /// The current broadcast channels (a snapshot), which a Live Activity's
+    /// `aps.input-push-channel` must name (``ValidationStep/liveActivityChannel``). Not set by
+    /// ``update(environment:allowedTopics:certificateTopic:authenticationFailure:devices:authenticatedWithCertificate:)``:
+    /// a server sets it only when the registry changed (copying it in for every request cost
+    /// about 300 instructions per device push).
+    public var channels: ChannelRegistry
     /// The request came over certificate authentication (a location push then has the finding
     /// `location-over-certificate`, refused under strict lint).
     public var authenticatedWithCertificate: Bool
@@ -29,7 +35,8 @@ public struct RequestContext: Sendable {
         certificateTopic: String? = nil,
         authenticationFailure: Rejection? = nil,
         devices: DeviceRegistry = DeviceRegistry(),
-        authenticatedWithCertificate: Bool = false
+        authenticatedWithCertificate: Bool = false,
+        channels: ChannelRegistry = ChannelRegistry()
     ) {
         self.environment = environment
         self.allowedTopics = allowedTopics
@@ -37,6 +44,7 @@ public struct RequestContext: Sendable {
         self.authenticationFailure = authenticationFailure
         self.devices = devices
         self.authenticatedWithCertificate = authenticatedWithCertificate
+        self.channels = channels
     }
 
     /// Sets every field, as ``init(environment:allowedTopics:certificateTopic:authenticationFailure:devices:)``
@@ -220,6 +228,10 @@ public enum ValidationStep: String, CaseIterable, Sendable {
     case payloadSize
     case strictLint
     case deviceRegistry
+    /// A Live Activity that subscribes to a channel (`aps.input-push-channel`) names a channel of
+    /// its app in the request's environment: a lint finding, refused only under strict lint. Last,
+    /// as it reads the channel registry.
+    case liveActivityChannel
 
     /// `allCases`, computed once: the synthesized property builds a new array on every call, and
     /// validation walks the order for every request.
@@ -251,6 +263,7 @@ public enum ValidationStep: String, CaseIterable, Sendable {
         case .payloadSize: return [.payloadEmpty, .payloadTooLarge]
         case .strictLint: return Reason.allCases.filter { $0.status == 400 }
         case .deviceRegistry: return [.badDeviceToken, .deviceTokenNotForTopic, .unregistered, .expiredToken]
+        case .liveActivityChannel: return Reason.allCases.filter { $0.status == 400 }
         }
     }
 }
@@ -306,18 +319,16 @@ public struct Validator: Sendable {
     /// Validates with `memo` carrying what the previous request of the same connection left to
     /// reuse (see ``ValidationMemo``); the decision is the same as without it.
     public func validate(_ request: PushRequest, context: RequestContext, memo: inout ValidationMemo) -> Decision {
-        // The key is compared where it is stored: copying it out would copy a whole request. The
-        // outcome is moved out and back rather than copied (a copy retained every string of the
+        // The outcome is moved out and back rather than copied (a copy retained every string of the
         // draft, and destroying it released them again, about 230 instructions per request).
-        if memo.headerKey?.matches(request, certificateTopic: context.certificateTopic) == true,
-           let outcome = memo.headerOutcome.take() {
+        if let outcome = memo.deviceHeaders.take(for: request, certificateTopic: context.certificateTopic) {
             switch consume outcome {
             case .rejected(let rejection):
-                memo.headerOutcome = .rejected(rejection)
+                memo.deviceHeaders.putBack(.rejected(rejection))
                 return .rejected(rejection)
             case .passed(var draft):
                 let decision = decideInContext(request, context: context, draft: &draft, memo: &memo)
-                memo.headerOutcome = .passed(draft)
+                memo.deviceHeaders.putBack(.passed(draft))
                 return decision
             }
         }
@@ -327,13 +338,12 @@ public struct Validator: Sendable {
             rejection = check(step, request, context, &draft, &memo)
             if rejection != nil { break }
         }
-        memo.headerKey = ValidationMemo.HeaderKey(request, certificateTopic: context.certificateTopic)
         if let rejection {
-            memo.headerOutcome = .rejected(rejection)
+            memo.deviceHeaders.keep(.rejected(rejection), for: request, certificateTopic: context.certificateTopic)
             return .rejected(rejection)
         }
         let decision = decideInContext(request, context: context, draft: &draft, memo: &memo)
-        memo.headerOutcome = .passed(draft)
+        memo.deviceHeaders.keep(.passed(draft), for: request, certificateTopic: context.certificateTopic)
         return decision
     }
 
@@ -486,6 +496,18 @@ public struct Validator: Sendable {
             }
             return context.devices.rejection(
                 token: draft.token, bundleID: draft.bundleID, environment: context.environment)
+
+        case .liveActivityChannel:
+            guard draft.pushType == .liveactivity, let bundleID = draft.pushType.bundleID(inTopic: draft.topic) else {
+                return nil
+            }
+            let findings = BroadcastValidator.channelFindings(
+                request.body, bundleID: String(bundleID),
+                context: BroadcastContext(environment: context.environment, channels: context.channels))
+            guard !findings.isEmpty else { return nil }
+            // ``strictLint`` left the payload's other findings (and refused them under strict lint).
+            draft.lint = (draft.lint ?? []) + findings
+            return RequestChecks.strictLint(findings, settings: settings)
         }
     }
 }
@@ -509,10 +531,10 @@ public struct ValidationMemo: Sendable {
     private var allowedBundleIDLength = 0
     private var allowedTopics = AllowedTopics.any
     private var allowedAnswer = true
-    fileprivate var headerKey: HeaderKey?
-    fileprivate var headerOutcome: HeaderOutcome?
+    /// A device push's header steps, for the last device push's headers (``Validator``).
+    fileprivate var deviceHeaders = HeaderMemo<HeaderOutcome>()
     /// A broadcast's header steps, for the last broadcast's headers (``BroadcastValidator``).
-    var broadcastHeaders: (key: HeaderKey, outcome: BroadcastValidator.HeaderOutcome)?
+    var broadcastHeaders = HeaderMemo<BroadcastValidator.HeaderOutcome>()
     /// The last channel a broadcast looked up.
     var broadcastChannel: ChannelLookup?
 
@@ -566,6 +588,34 @@ public struct ValidationMemo: Sendable {
     fileprivate enum HeaderOutcome {
         case passed(Validator.Draft)
         case rejected(Rejection)
+    }
+
+    /// What a validator's header steps (those that read only the headers and the configuration)
+    /// made of the last headers of a connection, for both validators: a connection repeats its
+    /// headers, so the steps run once while they do. The key is compared where it is stored
+    /// (copying it out would copy a whole request), and the outcome is moved out and back rather
+    /// than copied.
+    struct HeaderMemo<Outcome: Sendable>: Sendable {
+        private var key: Optional<HeaderKey> = nil
+        private var outcome: Optional<Outcome> = nil
+
+        /// The outcome remembered for these headers (and certificate topic), moved out: the caller
+        /// puts it back (``putBack(_:)``) once done with it. `nil` when the headers differ.
+        mutating func take(for request: PushRequest, certificateTopic: String?) -> Outcome? {
+            guard key?.matches(request, certificateTopic: certificateTopic) == true else { return nil }
+            return outcome.take()
+        }
+
+        /// Puts back the outcome ``take(for:certificateTopic:)`` moved out.
+        mutating func putBack(_ outcome: consuming Outcome) {
+            self.outcome = outcome
+        }
+
+        /// Remembers `outcome` for `request`'s headers.
+        mutating func keep(_ outcome: consuming Outcome, for request: PushRequest, certificateTopic: String?) {
+            key = HeaderKey(request, certificateTopic: certificateTopic)
+            self.outcome = outcome
+        }
     }
 
     /// The findings `compute` gives for the request's payload, remembered for the last payload.

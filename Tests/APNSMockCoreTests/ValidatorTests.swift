@@ -479,7 +479,7 @@ func pushTypeWithItsTopic(type: PushType) throws {
     #expect(ValidationStep.allCases == [
         .method, .path, .deviceTokenFormat, .duplicateHeaders, .messageID, .expiration, .priorityValue,
         .collapseID, .pushType, .topic, .topicFitsPushType, .priorityForPushType, .authentication,
-        .topicAllowed, .payloadSize, .strictLint, .deviceRegistry,
+        .topicAllowed, .payloadSize, .strictLint, .deviceRegistry, .liveActivityChannel,
     ])
     #expect(ValidationStep.authentication.reasons.contains(.missingProviderToken))
 }
@@ -536,5 +536,30 @@ func memoisedValidation(row: ValidationRow) {
     #expect(context.authenticationFailure == nil)
     #expect(context.devices.policy == .open && !context.devices.isEmpty)
     #expect(context.authenticatedWithCertificate)
-    #expect(Mirror(reflecting: context).children.count == 6)
+    // `channels` (the seventh) is set on its own, only when the registry changed.
+    #expect(Mirror(reflecting: context).children.count == 7)
+}
+
+/// A Live Activity naming a channel in `aps.input-push-channel`: the channel must exist for the
+/// app in the request's environment; a lint finding, a rejection under strict lint, and only after
+/// the device registry had its say.
+@Test func liveActivityChannelStepNeedsTheChannel() throws {
+    let channelID = "dHN0LTEyMzQ1Njc4OTBhYmNkZWY="
+    var scenario = Scenario.baseline()
+    scenario.request.pushType = "liveactivity"
+    scenario.request.topic = "com.example.app.push-type.liveactivity"
+    scenario.request.collapseID = nil
+    scenario.setBody(#"{"aps":{"event":"update","content-state":{},"timestamp":1,"input-push-channel":"\#(channelID)"}}"#)
+    let unknown = try #require(scenario.decision().acceptedPush)
+    #expect(unknown.lint.map(\.code) == [.liveActivityUnknownChannel])
+
+    scenario.context.channels = ChannelRegistry([
+        BroadcastChannel(bundleID: "com.example.app", environment: .sandbox, id: channelID, storagePolicy: .noMessageStored),
+    ])
+    #expect(try #require(scenario.decision().acceptedPush).lint.isEmpty)
+    scenario.context.environment = .production
+    scenario.settings.strictLint = true
+    #expect(scenario.decision().rejection?.reason == scenario.settings.lintRejectionReason)
+    scenario.context.devices = DeviceRegistry(policy: .registered)
+    #expect(scenario.decision().rejection?.reason == .badDeviceToken)
 }

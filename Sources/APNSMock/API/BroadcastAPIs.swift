@@ -36,68 +36,153 @@ extension BroadcastResponse: HTTP2Response {
     }
 }
 
-/// The authenticated, decided form of a broadcast-side request, for the ``Policy`` stage and the
-/// ``Recorder``.
-struct BroadcastSideVerdict<Verdict: Sendable>: Sendable {
-    var verdict: Verdict
+/// A broadcast decided: the validator's verdict, its answer and what its record says.
+struct BroadcastPushVerdict: Verdict {
+    var verdict: BroadcastVerdict
     var environment: APNSEnvironment
     var auth: AuthSummary
     /// The request carried the connection's first accepted provider token.
     var acceptedFirstToken: Bool
-    var requestID: APNSResponse.RequestID
+    var answer: BroadcastResponse
+    /// An accepted broadcast's interpretation, for its record.
+    var interpreted: RawRecord.Interpreted?
+
+    static var kind: RecordKind { .broadcast }
+    var status: Int { answer.status }
+    var rejection: Rejection? { answer.rejection }
+    var answerID: APNSResponse.RequestID { answer.requestID }
+    var uniqueID: UUIDValue? { answer.uniqueID }
+    var response: Effects.Response { .broadcast(answer) }
+
+    func faultFacts(for request: borrowing PushRequest, connection: Int, requestNumber: Int) -> FaultRule.Facts {
+        FaultRule.Facts(
+            topic: verdict.bundleID, pushType: .liveactivity, kind: .broadcast, channelID: verdict.channelID,
+            connection: connection, requestNumber: requestNumber)
+    }
+
+    mutating func replaceAnswer(with rejection: Rejection) {
+        answer = .rejected(rejection, requestID: answer.requestID)
+    }
+
+    func shape(for request: borrowing PushRequest, shapes: inout RecordShapes, connectionID: UInt64) -> RequestShape {
+        shapes.broadcastSide(
+            for: request, interpreted: interpreted, environment: environment, auth: auth, connectionID: connectionID)
+    }
+
+    func details(shapes: inout RecordShapes) -> RawRecord.BroadcastDetails? {
+        shapes.broadcastDetails(kind: .broadcast, bundleID: verdict.bundleID, channelID: verdict.channelID, operation: nil)
+    }
+}
+
+/// A channel-management request decided: the validator's verdict, its answer, and the create or
+/// delete it asks of the channel store (carried out by the ``Pipeline`` when no fault rule
+/// replaced the answer).
+struct ChannelVerdict: Verdict {
+    var verdict: ChannelRequestVerdict
+    var environment: APNSEnvironment
+    var auth: AuthSummary
+    /// The request carried the connection's first accepted provider token.
+    var acceptedFirstToken: Bool
+    var answer: BroadcastResponse
+    var storeChange: StoreChange?
+    /// The channel the request concerns: the one it names, or the one it created.
+    var channelID: String?
+
+    static var kind: RecordKind { .channel }
+    var status: Int { answer.status }
+    var rejection: Rejection? { answer.rejection }
+    var answerID: APNSResponse.RequestID { answer.requestID }
+    var uniqueID: UUIDValue? { answer.uniqueID }
+    var response: Effects.Response { .broadcast(answer) }
+
+    /// `verdict` answered, its create or delete still to be carried out.
+    init(
+        _ verdict: ChannelRequestVerdict, environment: APNSEnvironment, auth: AuthSummary, acceptedFirstToken: Bool,
+        requestID: APNSResponse.RequestID
+    ) {
+        self.verdict = verdict
+        self.environment = environment
+        self.auth = auth
+        self.acceptedFirstToken = acceptedFirstToken
+        channelID = verdict.channelID
+        answer = ChannelAPI.response(to: verdict.outcome, requestID: requestID)
+        switch verdict.outcome {
+        case .create(let policy):
+            storeChange = verdict.bundleID.map { .createChannel(bundleID: $0, environment: environment, policy: policy) }
+        case .delete(let channel):
+            storeChange = .deleteChannel(channel)
+        case .read, .list, .rejected:
+            storeChange = nil
+        }
+    }
+
+    func faultFacts(for request: borrowing PushRequest, connection: Int, requestNumber: Int) -> FaultRule.Facts {
+        FaultRule.Facts(
+            topic: verdict.bundleID, kind: .channel, channelID: verdict.channelID, connection: connection,
+            requestNumber: requestNumber)
+    }
+
+    mutating func replaceAnswer(with rejection: Rejection) {
+        answer = .rejected(rejection, requestID: answer.requestID)
+        storeChange = nil
+    }
+
+    mutating func settle(_ result: StoreChange.Result) {
+        storeChange = nil
+        switch result {
+        case .created(let channel):
+            channelID = channel.id
+            answer = BroadcastResponse(status: 201, requestID: answer.requestID, channelID: channel.id)
+        case .notCreated:
+            answer = .rejected(Rejection(.cannotCreateChannelConfig), requestID: answer.requestID)
+        case .deleted:
+            break
+        case .alreadyGone:
+            answer = .rejected(Rejection(.channelNotRegistered), requestID: answer.requestID)
+        }
+    }
+
+    func shape(for request: borrowing PushRequest, shapes: inout RecordShapes, connectionID: UInt64) -> RequestShape {
+        shapes.broadcastSide(for: request, interpreted: nil, environment: environment, auth: auth, connectionID: connectionID)
+    }
+
+    func details(shapes: inout RecordShapes) -> RawRecord.BroadcastDetails? {
+        shapes.broadcastDetails(kind: .channel, bundleID: verdict.bundleID, channelID: channelID, operation: verdict.operation)
+    }
 }
 
 /// Channel management in one environment, on that environment's channel-management listener
 /// (`/1/apps/<bundle>/channels` and `/all-channels`; docs/broadcast.md). Deciding reads the
-/// connection's credentials and its snapshot of the channels; creating and deleting happen
-/// afterwards, in the ``Policy`` stage, once no fault rule replaced the answer.
-final class ChannelAPI: RequestAPI {
+/// connection's credentials and its snapshot of the channels; a create or delete is a
+/// ``StoreChange`` of the verdict, which the ``Pipeline`` carries out once no fault rule replaced
+/// the answer.
+final class ChannelAPI: DecidingAPI {
     let validator = BroadcastValidator()
     let environment: APNSEnvironment
     let authenticator: Authenticator
     let validation: ValidationSettings
     let settings: BroadcastSettings
-    let policy: Policy
-    let recorder: Recorder
+    let pipeline: Pipeline
 
-    init(
-        environment: APNSEnvironment, configuration: ServerConfiguration, authenticator: Authenticator, policy: Policy,
-        recorder: Recorder
-    ) {
+    init(environment: APNSEnvironment, configuration: ServerConfiguration, authenticator: Authenticator, pipeline: Pipeline) {
         self.environment = environment
         self.authenticator = authenticator
         validation = configuration.validation
         settings = configuration.broadcast
-        self.policy = policy
-        self.recorder = recorder
+        self.pipeline = pipeline
     }
 
-    func answer(
-        _ request: borrowing PushRequest, stream: RequestStream, context: ConnectionContext,
-        connection: inout ConnectionState
-    ) -> Effects {
-        let decided = decide(request, state: &connection)
-        let (actions, response, channelID) = policy.channelRequest(decided, context: context, connection: &connection)
-        let side = Recorder.BroadcastSide(
-            kind: .channel, bundleID: decided.verdict.bundleID, channelID: channelID, operation: decided.verdict.operation,
-            environment: environment, auth: decided.auth)
-        let seq = recorder.recordBroadcastSide(
-            side, response: response, actions: actions, request: request, stream: stream, context: context,
-            connection: &connection)
-        return Effects(.broadcast(response), actions: actions, recordSeq: seq)
-    }
-
-    func decide(_ request: borrowing PushRequest, state: inout ConnectionState) -> BroadcastSideVerdict<ChannelRequestVerdict> {
-        let (auth, context) = BroadcastContext.deciding(
+    func decide(_ request: borrowing PushRequest, context: ConnectionContext, state: inout ConnectionState) -> ChannelVerdict {
+        let (auth, broadcastContext) = BroadcastContext.deciding(
             request, environment: environment, authenticator: authenticator, state: &state,
-            channels: policy.state.channels, settings: settings, validation: validation)
-        let verdict = validator.decideManagement(request, context: context)
-        return BroadcastSideVerdict(
-            verdict: verdict, environment: environment, auth: auth.summary, acceptedFirstToken: auth.acceptedFirstToken,
+            channels: pipeline.state.channels, settings: settings, validation: validation)
+        let verdict = validator.decideManagement(request, context: broadcastContext)
+        return ChannelVerdict(
+            verdict, environment: environment, auth: auth.summary, acceptedFirstToken: auth.acceptedFirstToken,
             requestID: .take(request.requestID, random: &state.random))
     }
 
-    /// The response to a decided request whose create or delete the store has carried out.
+    /// The answer to a decided request, before its create or delete is carried out.
     static func response(
         to outcome: ChannelRequestVerdict.Outcome, requestID: APNSResponse.RequestID
     ) -> BroadcastResponse {
@@ -105,8 +190,9 @@ final class ChannelAPI: RequestAPI {
         case .rejected(let rejection):
             return .rejected(rejection, requestID: requestID)
         case .create:
-            // Only when a fault rule kept a create from the store (nothing was created): the
-            // rule's rejection or no response replaces it, and only requestID is used.
+            // Settled once the store created the channel (``ChannelVerdict/settle(_:)``); stands
+            // only when a fault rule kept the create from the store (its rejection or no response
+            // replaces it, and only requestID is used) or the request named no app.
             return .rejected(Rejection(.internalServerError), requestID: requestID)
         case .read(let channel):
             let body = #"{"message-storage-policy":\#(channel.storagePolicy.rawValue),"push-type":"\#(BroadcastValidator.channelPushType)"}"#
@@ -124,62 +210,45 @@ final class ChannelAPI: RequestAPI {
 /// Broadcasts, `POST /4/broadcasts/apps/<bundle>` on the APNs listener (docs/broadcast.md).
 /// Deciding is a function of the request, the connection's credentials and its snapshot of the
 /// channels: a channel lookup is a dictionary look-up, with no lock.
-final class BroadcastAPI: RequestAPI {
+final class BroadcastAPI: DecidingAPI {
     let validator = BroadcastValidator()
     let authenticator: Authenticator
     let validation: ValidationSettings
     let settings: BroadcastSettings
     let defaultEnvironment: APNSEnvironment
-    let policy: Policy
-    let recorder: Recorder
+    let pipeline: Pipeline
 
-    init(configuration: ServerConfiguration, authenticator: Authenticator, policy: Policy, recorder: Recorder) {
+    init(configuration: ServerConfiguration, authenticator: Authenticator, pipeline: Pipeline) {
         self.authenticator = authenticator
         validation = configuration.validation
         settings = configuration.broadcast
         defaultEnvironment = configuration.environment
-        self.policy = policy
-        self.recorder = recorder
-    }
-
-    func answer(
-        _ request: borrowing PushRequest, stream: RequestStream, context: ConnectionContext,
-        connection: inout ConnectionState
-    ) -> Effects {
-        let decided = decide(request, context: context, state: &connection)
-        var response: BroadcastResponse
-        var interpreted: RawRecord.Interpreted?
-        switch decided.verdict.outcome {
-        case .accepted(let broadcast):
-            response = BroadcastResponse(
-                status: 200, requestID: decided.requestID, uniqueID: UUIDValue.random(using: &connection.random))
-            interpreted = RawRecord.Interpreted(
-                priority: broadcast.priority, expiration: broadcast.expiration, pushType: .liveactivity,
-                topic: broadcast.channel.bundleID, lint: broadcast.lint)
-        case .rejected(let rejection):
-            response = .rejected(rejection, requestID: decided.requestID)
-        }
-        let actions = policy.broadcast(decided, response: &response, context: context, connection: &connection)
-        let side = Recorder.BroadcastSide(
-            kind: .broadcast, bundleID: decided.verdict.bundleID, channelID: decided.verdict.channelID,
-            interpreted: interpreted, environment: decided.environment, auth: decided.auth)
-        let seq = recorder.recordBroadcastSide(
-            side, response: response, actions: actions, request: request, stream: stream, context: context,
-            connection: &connection)
-        return Effects(.broadcast(response), actions: actions, recordSeq: seq)
+        self.pipeline = pipeline
     }
 
     func decide(
         _ request: borrowing PushRequest, context: ConnectionContext, state: inout ConnectionState
-    ) -> BroadcastSideVerdict<BroadcastVerdict> {
+    ) -> BroadcastPushVerdict {
         let environment = state.environment(of: request, context: context, fallback: defaultEnvironment)
         let (auth, broadcastContext) = BroadcastContext.deciding(
             request, environment: environment, authenticator: authenticator, state: &state,
-            channels: policy.state.channels, settings: settings, validation: validation)
+            channels: pipeline.state.channels, settings: settings, validation: validation)
         let verdict = validator.decideBroadcast(request, context: broadcastContext, memo: &state.memo)
-        return BroadcastSideVerdict(
+        let requestID = APNSResponse.RequestID.take(request.requestID, random: &state.random)
+        let answer: BroadcastResponse
+        var interpreted: RawRecord.Interpreted?
+        switch verdict.outcome {
+        case .accepted(let broadcast):
+            answer = BroadcastResponse(status: 200, requestID: requestID, uniqueID: UUIDValue.random(using: &state.random))
+            interpreted = RawRecord.Interpreted(
+                priority: broadcast.priority, expiration: broadcast.expiration, pushType: .liveactivity,
+                topic: broadcast.channel.bundleID, lint: broadcast.lint)
+        case .rejected(let rejection):
+            answer = .rejected(rejection, requestID: requestID)
+        }
+        return BroadcastPushVerdict(
             verdict: verdict, environment: environment, auth: auth.summary, acceptedFirstToken: auth.acceptedFirstToken,
-            requestID: .take(request.requestID, random: &state.random))
+            answer: answer, interpreted: interpreted)
     }
 }
 

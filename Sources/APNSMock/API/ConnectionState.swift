@@ -25,6 +25,8 @@ struct ConnectionState {
     /// The validator's context for the request being decided (``DeviceAPI``), kept between
     /// requests and updated in place.
     var validation = RequestContext(environment: .production)
+    /// The channel registry's version `validation.channels` was taken at (`.max`: not yet).
+    var validationChannelsVersion = UInt64.max
     var shapes = RecordShapes()
     /// When the connection's current batch of input was read (see ``readTime()``).
     var readMilliseconds: Int64?

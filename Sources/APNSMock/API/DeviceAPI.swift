@@ -1,13 +1,52 @@
 import APNSMockCore
 
 /// A device push decided: the verdict and everything a record and the response need.
-struct DeviceVerdict {
+struct DeviceVerdict: Verdict {
     var decision: Decision
     var environment: APNSEnvironment
     var auth: AuthSummary
     /// The request carried the connection's first accepted provider token.
     var acceptedFirstToken: Bool
-    var response: APNSResponse
+    var answer: APNSResponse
+
+    static var kind: RecordKind { .device }
+    var status: Int { answer.status }
+    var rejection: Rejection? { answer.rejection }
+    var answerID: APNSResponse.RequestID { answer.apnsID }
+    var uniqueID: UUIDValue? { answer.uniqueID }
+    var response: Effects.Response { .apns(answer) }
+
+    func faultFacts(for request: borrowing PushRequest, connection: Int, requestNumber: Int) -> FaultRule.Facts {
+        FaultRule.Facts(devicePush: request, decision: decision, connection: connection, requestNumber: requestNumber)
+    }
+
+    /// An accepted push may be refused TooManyRequests (`server.rateLimit`).
+    mutating func limitRate(in state: MockState) {
+        guard state.isRateLimited, decision.isAccepted else { return }
+        let checked = decision
+        decision = state.rateLimiter.withLock { limiter in limiter?.apply(to: checked) ?? checked }
+        if let rejection = decision.rejection {
+            answer = .rejected(rejection, apnsID: answer.apnsID)
+        }
+    }
+
+    mutating func replaceAnswer(with rejection: Rejection) {
+        answer = .rejected(rejection, apnsID: answer.apnsID)
+    }
+
+    func shape(for request: borrowing PushRequest, shapes: inout RecordShapes, connectionID: UInt64) -> RequestShape {
+        let decision = decision
+        return shapes.device(
+            for: request, accepted: decision.isAccepted, lint: decision.acceptedLint,
+            interpreted: {
+                decision.acceptedPush.map {
+                    RawRecord.Interpreted(
+                        priority: $0.priority, expiration: $0.expiration, pushType: $0.pushType, topic: $0.topic,
+                        lint: $0.lint)
+                }
+            },
+            environment: environment, auth: auth, connectionID: connectionID)
+    }
 }
 
 /// Device pushes, `POST /3/device/<token>` on the APNs listener (and every other path there that
@@ -16,36 +55,23 @@ struct DeviceVerdict {
 /// Deciding is a function of the request, the connection's state (its credentials, its memos, its
 /// snapshots of the device registry and the channels) and the immutable configuration: it reads no
 /// shared mutable state and changes none. What the mock's state does to the verdict (rate limits,
-/// fault rules) happens afterwards, in the ``Policy`` stage, and recording it in the ``Recorder``.
-final class DeviceAPI: RequestAPI {
+/// fault rules) happens afterwards, in the ``Pipeline``.
+final class DeviceAPI: DecidingAPI {
     let validator: Validator
     let authenticator: Authenticator
     let defaultEnvironment: APNSEnvironment
-    let policy: Policy
-    let recorder: Recorder
+    let pipeline: Pipeline
     /// Where the connection's snapshots are refreshed from.
     let devices: any VersionedState<DeviceRegistry>
-    let channels: any ChannelState
+    let channelRegistry: any VersionedState<ChannelRegistry>
 
-    init(configuration: ServerConfiguration, authenticator: Authenticator, policy: Policy, recorder: Recorder) {
+    init(configuration: ServerConfiguration, authenticator: Authenticator, pipeline: Pipeline) {
         validator = Validator(settings: configuration.validation)
         defaultEnvironment = configuration.environment
         self.authenticator = authenticator
-        self.policy = policy
-        self.recorder = recorder
-        devices = policy.state.devices
-        channels = policy.state.channels
-    }
-
-    func answer(
-        _ request: borrowing PushRequest, stream: RequestStream, context: ConnectionContext,
-        connection: inout ConnectionState
-    ) -> Effects {
-        var verdict = decide(request, context: context, state: &connection)
-        let actions = policy.device(&verdict, request: request, context: context, connection: &connection)
-        let seq = recorder.recordDevice(
-            verdict, actions: actions, request: request, stream: stream, context: context, connection: &connection)
-        return Effects(.apns(verdict.response), actions: actions, recordSeq: seq)
+        self.pipeline = pipeline
+        devices = pipeline.state.devices
+        channelRegistry = pipeline.state.channels.registry
     }
 
     func decide(_ request: borrowing PushRequest, context: ConnectionContext, state: inout ConnectionState) -> DeviceVerdict {
@@ -58,19 +84,13 @@ final class DeviceAPI: RequestAPI {
             environment: environment, allowedTopics: auth.allowedTopics, certificateTopic: auth.certificateTopic.registerCopy(),
             authenticationFailure: auth.failure, devices: state.devices.refreshed(from: devices),
             authenticatedWithCertificate: state.auth.certificate != nil)
-        var decision = validator.validate(request, context: state.validation, memo: &state.memo)
-        if decision.acceptedPushType == .liveactivity, case .accepted(var push) = decision,
-           let bundleID = push.pushType.bundleID(inTopic: push.topic) {
-            // A Live Activity that subscribes to a channel (`input-push-channel`) needs the channel
-            // to exist for the app in this environment: a finding that needs the registry.
-            let findings = BroadcastValidator.channelFindings(
-                request.body, bundleID: String(bundleID),
-                context: BroadcastContext(environment: environment, channels: state.channels.refreshed(from: channels.registry)))
-            if !findings.isEmpty {
-                push.lint += findings
-                decision = RequestChecks.strictLint(push.lint, settings: validator.settings).map { .rejected($0) } ?? .accepted(push)
-            }
+        // The channels change rarely: the context takes a new snapshot only when they did.
+        let channelsVersion = channelRegistry.version
+        if channelsVersion != state.validationChannelsVersion {
+            state.validationChannelsVersion = channelsVersion
+            state.validation.channels = state.channels.refreshed(from: channelRegistry)
         }
+        let decision = validator.validate(request, context: state.validation, memo: &state.memo)
         let apnsID = APNSResponse.RequestID.take(request.apnsID, random: &state.random)
         let response: APNSResponse
         switch decision {
@@ -83,6 +103,6 @@ final class DeviceAPI: RequestAPI {
         }
         return DeviceVerdict(
             decision: decision, environment: environment, auth: auth.summary, acceptedFirstToken: auth.acceptedFirstToken,
-            response: response)
+            answer: response)
     }
 }

@@ -12,12 +12,13 @@ enum ListenerRole: Sendable, Equatable, CaseIterable {
     static let allCases: [ListenerRole] = [.apns] + APNSEnvironment.allCases.map { .channelManagement($0) }
 }
 
-/// One API of the mock, end to end for one request: it decides the request (a verdict that
-/// depends only on the request, the connection's own state and the configuration), hands the
-/// verdict to the ``Policy`` stage, which turns it and the mock's shared state into the request's
-/// ``Effects``, and has the ``Recorder`` keep the outcome. The connection carries the effects out.
+/// One API of the mock, end to end for one request: the request's ``Effects``, which the
+/// connection carries out. Every API of the mock is a ``DecidingAPI``, which only decides (a
+/// ``Verdict`` that depends only on the request, the connection's context and own state and the
+/// configuration) and leaves the rest to the one ``Pipeline``: the ``Policy``, the verdict's
+/// ``StoreChange``, the ``Recorder``.
 ///
-/// A new endpoint is a type conforming to this and one row of ``Routes/table``. APIs are classes
+/// A new endpoint is a ``DecidingAPI`` with its ``Verdict`` and one row of ``Routes/table``. APIs are classes
 /// (immutable once built), so that reaching one through its route costs a retain rather than a
 /// copy of the whole existential.
 protocol RequestAPI: AnyObject, Sendable {
@@ -43,8 +44,8 @@ enum PathPattern: Sendable {
 }
 
 /// The mock's routing table, listener role × `:path` → API, and the stages its APIs share: one
-/// authenticator (tokens seen on one listener count on all), one ``Policy`` and one ``Recorder``
-/// over the mock's ``MockState``.
+/// authenticator (tokens seen on one listener count on all) and one ``Pipeline`` over the mock's
+/// ``MockState``.
 struct Routes: Sendable {
     struct Route: Sendable {
         var role: ListenerRole
@@ -63,10 +64,11 @@ struct Routes: Sendable {
             keys: tokenKeys, settings: configuration.validation, tokenUpdateInterval: configuration.tokenUpdateInterval,
             fallbackTopics: configuration.allowedTopics, narrowsTopics: configuration.allowedTopics != .any,
             clock: state.clock, tokens: state.tokens)
-        let policy = Policy(state: state, shrinksStreamsAfterRejection: configuration.shrinkStreamsAfterRejection)
-        let recorder = Recorder(state: state, logger: logger)
-        let device = DeviceAPI(configuration: configuration, authenticator: authenticator, policy: policy, recorder: recorder)
-        let broadcast = BroadcastAPI(configuration: configuration, authenticator: authenticator, policy: policy, recorder: recorder)
+        let pipeline = Pipeline(
+            policy: Policy(state: state, shrinksStreamsAfterRejection: configuration.shrinkStreamsAfterRejection),
+            recorder: Recorder(state: state, logger: logger))
+        let device = DeviceAPI(configuration: configuration, authenticator: authenticator, pipeline: pipeline)
+        let broadcast = BroadcastAPI(configuration: configuration, authenticator: authenticator, pipeline: pipeline)
         self.state = state
         validator = device.validator
         table = [
@@ -83,7 +85,7 @@ struct Routes: Sendable {
                 role: .channelManagement(environment), path: .otherwise,
                 api: ChannelAPI(
                     environment: environment, configuration: configuration, authenticator: authenticator,
-                    policy: policy, recorder: recorder))
+                    pipeline: pipeline))
         }
     }
 

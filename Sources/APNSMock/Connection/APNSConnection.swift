@@ -344,13 +344,8 @@ extension APNSConnection: HTTP2SessionDelegate {
     /// error's reason) once the answers already decided are queued, and the connection closes
     /// gracefully. Apple publishes neither the numbers nor the frame; docs/configuration.md says so.
     private func countError(_ effects: Effects, session: HTTP2Session, penalty: Configuration.Server.ErrorDisconnect) {
-        let rejection: Rejection?
-        switch effects.response {
-        case .apns(let response)?: rejection = response.rejection
-        case .broadcast(let response)?: rejection = response.rejection
-        case nil: rejection = nil
-        }
-        guard let rejection, (400..<500).contains(rejection.status), rejection.status != 410, !session.queuedGoAway else { return }
+        guard let rejection = effects.response?.rejection, (400..<500).contains(rejection.status), rejection.status != 410,
+              !session.queuedGoAway else { return }
         errorCount += rejection.reason == .badDeviceToken ? penalty.badDeviceTokenCounts : 1
         guard errorCount >= penalty.after else { return }
         logger.info(
@@ -376,15 +371,15 @@ extension APNSConnection: HTTP2SessionDelegate {
     /// The answer and the fault action, on the stream if it still waits for them.
     private func carryOut(_ effects: Effects, session: HTTP2Session, stream: HTTP2Stream, id: Int32) {
         guard !isFinished, stream.awaitsAnswer(id: id) else { return }
-        switch effects.actions.fault {
-        case nil:
+        switch effects.actions.disposition {
+        case .answer:
             break
-        case .reset?:
+        case .reset:
             session.reset(stream, id: id, code: .internalError)
-        case .goaway(let form)?:
+        case .goAway(let form, let reason):
             // The request that triggered it is refused, so a client knows it may retry it.
             session.reset(stream, id: id, code: .refusedStream)
-            let debugData = form.carriesReason ? ErrorBody.bytes(for: effects.actions.goAwayReason) : []
+            let debugData = form.carriesReason ? ErrorBody.bytes(for: reason) : []
             goAwayCause = (.fault, String(decoding: debugData, as: UTF8.self))
             let named: Int32? = if case .id(let last) = form.lastStream { last } else { nil }
             session.submitGoAway(code: HTTP2ErrorCode(rawValue: form.code.value), debugData: debugData, lastStreamID: named)
@@ -394,13 +389,13 @@ extension APNSConnection: HTTP2SessionDelegate {
                 keepsOpenAfterGoAway = true
                 session.refusesNewStreams = true
             }
-        case .close?:
+        case .close:
             abortRequested = .close
             finish(.drained)
-        case .tcpReset?:
+        case .tcpReset:
             abortRequested = .reset
             finish(.drained)
-        case .hang?:
+        case .hang:
             if routes.state.holdStream() {
                 session.hold(stream, id: id)
                 heldStreams += 1
@@ -410,7 +405,7 @@ extension APNSConnection: HTTP2SessionDelegate {
                 logger.warning("too many held streams; refusing instead of holding", metadata: ["stream": "\(id)"])
                 session.reset(stream, id: id, code: .refusedStream)
             }
-        case .shrinkStreams(let limit, let durationMs)?:
+        case .answerAndShrinkStreams(let limit, let durationMs):
             setStreamLimit(UInt32(clamping: limit), session: session)
             if let durationMs {
                 schedule?(durationMs) { [weak self] in
@@ -418,7 +413,7 @@ extension APNSConnection: HTTP2SessionDelegate {
                     self.setStreamLimit(self.normalStreamLimit, session: session)
                 }
             }
-        case .ignorePings(let durationMs)?:
+        case .answerAndIgnorePings(let durationMs):
             session.answersPings = false
             schedule?(durationMs) { [weak self] in
                 guard let self, case .open(let session) = self.state else { return }
