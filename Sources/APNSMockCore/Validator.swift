@@ -367,6 +367,7 @@ public struct Validator: Sendable {
             pushType: draft.pushType,
             priority: draft.priority ?? draft.pushType.defaultPriority,
             expiration: draft.expiration,
+            // `registerCopy()`: one retain per `String?` copied into the push (docs/speed-idioms.md).
             collapseId: request.collapseID.registerCopy(),
             apnsId: request.apnsID.registerCopy(),
             lint: findings

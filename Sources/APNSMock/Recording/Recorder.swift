@@ -26,6 +26,8 @@ struct Recorder: Sendable {
         guard state.records.isEnabled else { return 0 }
         let receivedAt = connection.readTime()
         let shape = verdict.shape(for: request, shapes: &connection.shapes, connectionID: UInt64(context.connectionNumber))
+        // `registerCopy()`: each `String?` copied out of the request is one retain through it
+        // (docs/speed-idioms.md), not a trip through Optional's generic value witness.
         let path = request.path.registerCopy(), apnsIDHeader = request.apnsID.registerCopy()
         let answerID = verdict.answerID
         let uniqueID = answered ? verdict.uniqueID : nil
