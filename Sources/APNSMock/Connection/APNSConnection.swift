@@ -129,9 +129,13 @@ final class APNSConnection {
         return StreamPool.Inspection()
     }
 
+    /// Whether the TLS layer holds buffers that ``releaseBuffersIfQuiet()`` could give back.
+    var holdsTLSBuffers: Bool { tls.holdsBuffers }
+
     /// Gives back the TLS buffers while nothing is in flight: no stream open and nothing waiting
     /// to be sent (``TLSConnection/releaseBuffers()``). An idle connection then holds no record or
-    /// plaintext buffers; a busy one gets here once per burst, not per record.
+    /// plaintext buffers. Its channel handler calls it once the connection has been quiet for a
+    /// while, not after every quiet turn.
     func releaseBuffersIfQuiet() {
         guard case .open(let session) = state, session.openStreamCount == 0, !session.wantsWrite else { return }
         tls.releaseBuffers()

@@ -69,6 +69,10 @@ final class TLSConnection {
     /// transport's empty queues and the plaintext buffers. The next read or write allocates them
     /// again. Call it between bursts, not after every record: `SSL_MODE_RELEASE_BUFFERS` does the
     /// latter, and slows a busy connection down.
+    /// Whether the plaintext buffers are allocated (they are taken with OpenSSL's on the first read
+    /// or write after ``releaseBuffers()``).
+    var holdsBuffers: Bool { plaintextIn != nil || plaintextOut != nil }
+
     func releaseBuffers() {
         guard isHandshakeComplete, plaintextOutCount == 0 else { return }
         _ = SSL_free_buffers(ssl)
