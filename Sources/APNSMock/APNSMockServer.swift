@@ -181,7 +181,7 @@ extension APNSMockServer {
                         throw error
                     }
                     let handler = APNSChannelHandler(
-                        connection: connection, timeouts: timeouts, logger: connectionLogger,
+                        connection: connection, timeouts: timeouts, logger: connectionLogger, memory: memory,
                         onClose: {
                             connections.closed()
                             memory.connectionClosed()

@@ -30,6 +30,8 @@ final class APNSChannelHandler: ChannelDuplexHandler {
     private var lastActivity = NIODeadline.now()
     private var handshakeDeadline = NIODeadline.distantFuture
     private let onClose: (@Sendable () -> Void)?
+    /// Told when the connection gives its TLS buffers back, so that the heap they leave is trimmed.
+    private let memory: MemoryReturn?
 
     /// Output produced per turn before checking writability again.
     private static let outputBudget = 64 * 1024
@@ -37,10 +39,14 @@ final class APNSChannelHandler: ChannelDuplexHandler {
     /// before it is closed anyway: a client that does not read must not keep it open.
     static let closeGrace: TimeAmount = .seconds(2)
 
-    init(connection: APNSConnection, timeouts: ConnectionTimeouts, logger: Logger, onClose: (@Sendable () -> Void)? = nil) {
+    init(
+        connection: APNSConnection, timeouts: ConnectionTimeouts, logger: Logger, memory: MemoryReturn? = nil,
+        onClose: (@Sendable () -> Void)? = nil
+    ) {
         self.connection = connection
         self.timeouts = timeouts
         self.logger = logger
+        self.memory = memory
         self.onClose = onClose
     }
 
@@ -257,8 +263,8 @@ final class APNSChannelHandler: ChannelDuplexHandler {
             close(context: context)
             return
         }
-        if connection.holdsTLSBuffers, now >= lastActivity + Self.quietRelease {
-            connection.releaseBuffersIfQuiet()
+        if connection.holdsTLSBuffers, now >= lastActivity + Self.quietRelease, connection.releaseBuffersIfQuiet() {
+            memory?.buffersReleased()
         }
         var next = ready ? idleDeadline : min(idleDeadline, handshakeDeadline)
         if connection.holdsTLSBuffers {

@@ -136,9 +136,11 @@ final class APNSConnection {
     /// to be sent (``TLSConnection/releaseBuffers()``). An idle connection then holds no record or
     /// plaintext buffers. Its channel handler calls it once the connection has been quiet for a
     /// while, not after every quiet turn.
-    func releaseBuffersIfQuiet() {
-        guard case .open(let session) = state, session.openStreamCount == 0, !session.wantsWrite else { return }
-        tls.releaseBuffers()
+    /// Returns whether they were given back.
+    @discardableResult
+    func releaseBuffersIfQuiet() -> Bool {
+        guard case .open(let session) = state, session.openStreamCount == 0, !session.wantsWrite else { return false }
+        return tls.releaseBuffers()
     }
 
     // MARK: Input

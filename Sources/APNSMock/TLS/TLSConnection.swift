@@ -63,24 +63,27 @@ final class TLSConnection {
         plaintextOut?.deallocate()
     }
 
+    /// Whether the plaintext buffers are allocated (they are taken with OpenSSL's on the first read
+    /// or write after ``releaseBuffers()``).
+    var holdsBuffers: Bool { plaintextIn != nil || plaintextOut != nil }
+
     /// Gives back the buffers a quiet connection does not need, which an idle connection would
     /// otherwise hold for as long as it stays open (tens of kB each): OpenSSL's record buffers
     /// (`SSL_free_buffers`, which keeps them while a record is partly read or written), the
     /// transport's empty queues and the plaintext buffers. The next read or write allocates them
     /// again. Call it between bursts, not after every record: `SSL_MODE_RELEASE_BUFFERS` does the
     /// latter, and slows a busy connection down.
-    /// Whether the plaintext buffers are allocated (they are taken with OpenSSL's on the first read
-    /// or write after ``releaseBuffers()``).
-    var holdsBuffers: Bool { plaintextIn != nil || plaintextOut != nil }
-
-    func releaseBuffers() {
-        guard isHandshakeComplete, plaintextOutCount == 0 else { return }
+    /// Returns whether they were given back (not during the handshake or while a write is under way).
+    @discardableResult
+    func releaseBuffers() -> Bool {
+        guard isHandshakeComplete, plaintextOutCount == 0 else { return false }
         _ = SSL_free_buffers(ssl)
         CAPNSMockTransport_releaseBuffers(transport)
         plaintextIn?.deallocate()
         plaintextIn = nil
         plaintextOut?.deallocate()
         plaintextOut = nil
+        return true
     }
 
     private static func allocateRecordBuffer() -> UnsafeMutableRawBufferPointer {
