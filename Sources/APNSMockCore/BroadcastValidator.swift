@@ -1,6 +1,6 @@
 /// What deciding a broadcast-side request needs besides the request: facts from the connection,
 /// the authenticator's verdict and a snapshot of the channels, handed in so that deciding stays
-/// pure (as for device pushes, ``RequestContext``).
+/// pure (as for device pushes, ``ValidationContext``).
 public struct BroadcastContext: Sendable {
     // Optionals spelled `Optional<…>`: a stored `var` spelled `T?` is first set to an implicit
     // `nil` in the initialiser, whose assignment then destroys that `nil` (through Optional's

@@ -1,7 +1,7 @@
 /// What the validator needs to know about a request besides its headers and body: facts the server
 /// learned from the connection and state it keeps (the device registry), handed in so that
 /// validation itself stays pure.
-public struct RequestContext: Sendable {
+public struct ValidationContext: Sendable {
     /// The environment the client addressed (from SNI / `:authority`, else the server default).
     public var environment: APNSEnvironment
     /// The topics the sender may push to: filled from its key or certificate once authentication
@@ -311,14 +311,14 @@ public struct Validator: Sendable {
         self.settings = settings
     }
 
-    public func validate(_ request: PushRequest, context: RequestContext) -> Decision {
+    public func validate(_ request: PushRequest, context: ValidationContext) -> Decision {
         var memo = ValidationMemo()
         return validate(request, context: context, memo: &memo)
     }
 
     /// Validates with `memo` carrying what the previous request of the same connection left to
     /// reuse (see ``ValidationMemo``); the decision is the same as without it.
-    public func validate(_ request: PushRequest, context: RequestContext, memo: inout ValidationMemo) -> Decision {
+    public func validate(_ request: PushRequest, context: ValidationContext, memo: inout ValidationMemo) -> Decision {
         // The outcome is moved out and back rather than copied (a copy retained every string of the
         // draft, and destroying it released them again, about 230 instructions per request).
         if let outcome = memo.deviceHeaders.take(for: request, certificateTopic: context.certificateTopic) {
@@ -351,7 +351,7 @@ public struct Validator: Sendable {
     /// `draft`, and the accepted push. Leaves `draft` as the header steps left it, for the memo:
     /// the lint it picks up on the way belongs to this request's payload.
     private func decideInContext(
-        _ request: PushRequest, context: RequestContext, draft: inout Draft, memo: inout ValidationMemo
+        _ request: PushRequest, context: ValidationContext, draft: inout Draft, memo: inout ValidationMemo
     ) -> Decision {
         for step in ValidationStep.contextSteps {
             if let rejection = check(step, request, context, &draft, &memo) {
@@ -402,7 +402,7 @@ public struct Validator: Sendable {
     }
 
     private func check(
-        _ step: ValidationStep, _ request: PushRequest, _ context: RequestContext, _ draft: inout Draft,
+        _ step: ValidationStep, _ request: PushRequest, _ context: ValidationContext, _ draft: inout Draft,
         _ memo: inout ValidationMemo
     ) -> Rejection? {
         switch step {

@@ -24,7 +24,7 @@ struct Scenario {
     static let payload = #"{"aps":{"alert":"hi"}}"#
 
     var request: PushRequest
-    var context = RequestContext(environment: .sandbox)
+    var context = ValidationContext(environment: .sandbox)
     var settings = ValidationSettings()
 
     /// The one valid request every row starts from.
@@ -523,7 +523,7 @@ func memoisedValidation(row: ValidationRow) {
 /// update must set every field the initialiser sets (a new field fails the count below until
 /// `update` sets it too).
 @Test func contextUpdateSetsEveryField() {
-    var context = RequestContext(
+    var context = ValidationContext(
         environment: .production, allowedTopics: .topics(["old.topic"]), certificateTopic: "old.topic",
         authenticationFailure: Rejection(.invalidProviderToken), devices: DeviceRegistry(policy: .registered))
     context.update(

@@ -23,7 +23,7 @@ struct AuthenticatorTests {
         let material = try MockHarness.sharedCertificates()
         let pem = try String(contentsOfFile: material.tokenKeyPath(material.tokenKeys[0]), encoding: .utf8)
         let authorization = "bearer " + (try ProviderTokenSigner.token(keyPEM: pem, teamID: "DEMOTEAM01", keyID: "DEMOKEY001", issuedAt: Int(iat)))
-        var state = AuthState()
+        var state = ConnectionAuth()
         let first = authenticator.authenticate(authorization: authorization, environment: .sandbox, now: iat + 10, state: &state)
         #expect(first.failure == nil)
         #expect(first.summary == AuthSummary(
@@ -47,17 +47,17 @@ struct AuthenticatorTests {
         let authenticator = try Self.authenticator()
         let iat: Int64 = 1_800_000_000
         let authorization = try Self.sign(iat: String(iat))
-        var first = AuthState()
+        var first = ConnectionAuth()
         #expect(authenticator.authenticate(authorization: authorization, environment: .sandbox, now: iat + 10, state: &first).failure == nil)
         #expect(authenticator.verified.verdict(for: authorization) != nil)
-        var second = AuthState()
+        var second = ConnectionAuth()
         let next = authenticator.authenticate(authorization: authorization, environment: .sandbox, now: iat + 20, state: &second)
         #expect(next.failure == nil)
         #expect(next.acceptedFirstToken, "each connection still binds the token itself")
         #expect(next.summary == authenticator.authenticate(
             authorization: authorization, environment: .sandbox, now: iat + 20, state: &first).summary)
         let forged = String(authorization.dropLast(4)) + (authorization.hasSuffix("AAAA") ? "BBBB" : "AAAA")
-        var third = AuthState()
+        var third = ConnectionAuth()
         let refused = authenticator.authenticate(authorization: forged, environment: .sandbox, now: iat + 20, state: &third)
         #expect(refused.failure?.reason == .invalidProviderToken)
         #expect(authenticator.verified.verdict(for: forged) == nil)
@@ -79,7 +79,7 @@ struct AuthenticatorTests {
         let first = try Self.sign(iat: String(iat)), second = try Self.sign(iat: String(iat + 60))
         let third = try Self.sign(iat: String(iat + 3700))
 
-        var state = AuthState()
+        var state = ConnectionAuth()
         #expect(authenticator.authenticate(authorization: first, environment: .sandbox, now: iat, state: &state).failure == nil)
         let tooSoon = authenticator.authenticate(authorization: second, environment: .sandbox, now: iat + 60, state: &state)
         #expect(tooSoon.failure?.reason == .tooManyProviderTokenUpdates)
@@ -109,14 +109,14 @@ struct AuthenticatorTests {
     ])
     func issuedAtFormsAreAcceptedUnlessStrict(_ literal: String, _ form: ProviderToken.IssuedAtForm) throws {
         let authorization = try Self.sign(iat: literal)
-        var state = AuthState()
+        var state = ConnectionAuth()
         let result = try Self.authenticator().authenticate(
             authorization: authorization, environment: .sandbox, now: 1_800_000_010, state: &state)
         #expect(result.failure == nil)
         #expect(result.summary.iatForm == form)
 
         let strict = try Self.authenticator(settings: ValidationSettings(strictProviderTokens: true))
-        var strictState = AuthState()
+        var strictState = ConnectionAuth()
         let strictResult = strict.authenticate(
             authorization: authorization, environment: .sandbox, now: 1_800_000_010, state: &strictState)
         #expect(strictResult.failure?.reason == (form == .integer ? nil : .invalidProviderToken))
@@ -131,13 +131,13 @@ struct AuthenticatorTests {
         // byte when its top bit is set, or shorter when it starts with zero bytes (1 in 256 each).
         let length = Base64URLDecoding.decode(Array(encoded.utf8))?.count ?? 0
         #expect((66...72).contains(length), "a DER signature (r || s would be 64 bytes)")
-        var state = AuthState()
+        var state = ConnectionAuth()
         let result = try Self.authenticator().authenticate(
             authorization: authorization, environment: .sandbox, now: 1_800_000_010, state: &state)
         #expect(result.failure == nil)
         #expect(result.summary.signatureForm == .der)
         #expect(LintFinding.providerToken(result.summary).map(\.code) == [.signatureDER])
-        var strictState = AuthState()
+        var strictState = ConnectionAuth()
         let strict = try Self.authenticator(settings: ValidationSettings(strictProviderTokens: true)).authenticate(
             authorization: authorization, environment: .sandbox, now: 1_800_000_010, state: &strictState)
         #expect(strict.failure?.reason == .invalidProviderToken)
@@ -151,7 +151,7 @@ struct AuthenticatorTests {
         let iat: Int64 = 1_800_000_000
         let shared = try Self.sign(iat: String(iat)), replacement = try Self.sign(iat: String(iat + 1))
         let other = try Self.sign(iat: String(iat + 2))
-        var push = AuthState(), management = AuthState(), unrelated = AuthState()
+        var push = ConnectionAuth(), management = ConnectionAuth(), unrelated = ConnectionAuth()
         #expect(authenticator.authenticate(authorization: shared, environment: .sandbox, now: iat + 5, state: &push).failure == nil)
         #expect(authenticator.authenticate(authorization: shared, environment: .sandbox, now: iat + 5, state: &management).failure == nil)
         #expect(authenticator.authenticate(authorization: other, environment: .sandbox, now: iat + 5, state: &unrelated).failure == nil)
@@ -165,7 +165,7 @@ struct AuthenticatorTests {
         #expect(authenticator.authenticate(authorization: replacement, environment: .sandbox, now: iat + 7, state: &management).failure == nil)
         #expect(authenticator.authenticate(authorization: replacement, environment: .sandbox, now: iat + 7, state: &push).failure == nil)
         // A new connection presenting the expired token is told so too.
-        var fresh = AuthState()
+        var fresh = ConnectionAuth()
         #expect(authenticator.authenticate(authorization: shared, environment: .sandbox, now: iat + 8, state: &fresh).failure?.reason
             == .expiredProviderToken)
         // The update rule still holds for a token that did not expire.
@@ -180,7 +180,7 @@ struct AuthenticatorTests {
         let authenticator = try Self.authenticator(clock: clock)
         let iat = Int64(Date().timeIntervalSince1970)
         let held = try Self.sign(iat: String(iat)), signedLater = try Self.sign(iat: String(iat + 1))
-        var state = AuthState()
+        var state = ConnectionAuth()
         #expect(authenticator.authenticate(authorization: held, environment: .sandbox, now: authenticator.now(), state: &state).failure == nil)
         #expect(clock.advance(seconds: 3601) == 3601)
         let expired = authenticator.authenticate(authorization: held, environment: .sandbox, now: authenticator.now(), state: &state)
@@ -199,7 +199,7 @@ struct AuthenticatorTests {
 
     @Test func refusedTokenIsVerifiedOnceAndRemembered() throws {
         let authenticator = try Self.authenticator()
-        var state = AuthState()
+        var state = ConnectionAuth()
         let result = authenticator.authenticate(authorization: "bearer a.b.c", environment: .sandbox, now: 0, state: &state)
         #expect(result.failure?.reason == .invalidProviderToken)
         #expect(state.lastToken == "bearer a.b.c")
@@ -209,7 +209,7 @@ struct AuthenticatorTests {
 
     @Test func certificateConnectionIgnoresAuthorization() throws {
         let authenticator = try Self.authenticator()
-        var state = AuthState()
+        var state = ConnectionAuth()
         state.certificate = ClientCertificateIdentity(
             uid: "com.example.app", teamID: "DEMOTEAM01", topics: ["com.example.app"], development: true, production: false)
         let sandbox = authenticator.authenticate(authorization: "bearer junk", environment: .sandbox, now: 0, state: &state)
@@ -247,7 +247,7 @@ struct AuthenticatorTests {
             fallbackTopics: .any, narrowsTopics: true, clock: MockClock(), tokens: TokenRegistry())
         let now = Int64(Date().timeIntervalSince1970)
         let token = try ProviderTokenSigner.token(keyPEM: pem, teamID: "DEMOTEAM01", keyID: "DEMOKEY001", issuedAt: Int(now))
-        var state = AuthState()
+        var state = ConnectionAuth()
         #expect(authenticator.authenticate(authorization: "bearer " + token, environment: .sandbox, now: now, state: &state).failure == nil)
     }
 }

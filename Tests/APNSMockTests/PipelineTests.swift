@@ -10,7 +10,7 @@ import Testing
 struct PipelineHarness {
     let state: MockState
     let routes: Routes
-    var connection: ConnectionState
+    var connection: ConnectionMemo
     var context = ConnectionContext(connectionID: 1, connectionNumber: 1, sniEnvironment: nil)
 
     static let noLogger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
@@ -23,7 +23,7 @@ struct PipelineHarness {
         routes = Routes(
             configuration: configuration, tokenKeys: try TokenKeys.load(configuration.teams), state: state,
             logger: Self.noLogger)
-        connection = ConnectionState(state: state)
+        connection = ConnectionMemo(state: state)
     }
 
     /// One request, as the connection hands it over.

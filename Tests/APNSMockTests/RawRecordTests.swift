@@ -61,7 +61,7 @@ struct RawRecordTests {
     /// beyond the request differs: the lint (a finding depends on the channels that exist) or, for a
     /// broadcast, the app from `:path`. Device and broadcast-side shapes are kept apart.
     @Test func shapesAreSharedOnlyWhenEverythingMatches() {
-        var connection = ConnectionState(state: MockState(configuration: ServerConfiguration()))
+        var connection = ConnectionMemo(state: MockState(configuration: ServerConfiguration()))
         var request = PushRequest()
         request.topic = "com.example.app"
         request.pushType = "liveactivity"

@@ -172,7 +172,7 @@ final class ChannelAPI: DecidingAPI {
         self.pipeline = pipeline
     }
 
-    func decide(_ request: borrowing PushRequest, context: ConnectionContext, state: inout ConnectionState) -> ChannelVerdict {
+    func decide(_ request: borrowing PushRequest, context: ConnectionContext, state: inout ConnectionMemo) -> ChannelVerdict {
         let (auth, broadcastContext) = BroadcastContext.deciding(
             request, environment: environment, authenticator: authenticator, state: &state,
             channels: pipeline.state.channels, settings: settings, validation: validation)
@@ -227,7 +227,7 @@ final class BroadcastAPI: DecidingAPI {
     }
 
     func decide(
-        _ request: borrowing PushRequest, context: ConnectionContext, state: inout ConnectionState
+        _ request: borrowing PushRequest, context: ConnectionContext, state: inout ConnectionMemo
     ) -> BroadcastPushVerdict {
         let environment = state.environment(of: request, context: context, fallback: defaultEnvironment)
         let (auth, broadcastContext) = BroadcastContext.deciding(
@@ -257,7 +257,7 @@ extension BroadcastContext {
     /// the connection and take the connection's snapshot of the channels.
     static func deciding(
         _ request: borrowing PushRequest, environment: APNSEnvironment, authenticator: Authenticator,
-        state: inout ConnectionState, channels: any ChannelState, settings: BroadcastSettings, validation: ValidationSettings
+        state: inout ConnectionMemo, channels: any ChannelBackend, settings: BroadcastSettings, validation: ValidationSettings
     ) -> (AuthenticationResult, BroadcastContext) {
         let auth = authenticator.authenticate(
             authorization: request.authorization, environment: environment, now: authenticator.now(), state: &state.auth)

@@ -62,8 +62,8 @@ final class DeviceAPI: DecidingAPI {
     let defaultEnvironment: APNSEnvironment
     let pipeline: Pipeline
     /// Where the connection's snapshots are refreshed from.
-    let devices: any VersionedState<DeviceRegistry>
-    let channelRegistry: any VersionedState<ChannelRegistry>
+    let devices: any VersionedBackend<DeviceRegistry>
+    let channelRegistry: any VersionedBackend<ChannelRegistry>
 
     init(configuration: ServerConfiguration, authenticator: Authenticator, pipeline: Pipeline) {
         validator = Validator(settings: configuration.validation)
@@ -74,7 +74,7 @@ final class DeviceAPI: DecidingAPI {
         channelRegistry = pipeline.state.channels.registry
     }
 
-    func decide(_ request: borrowing PushRequest, context: ConnectionContext, state: inout ConnectionState) -> DeviceVerdict {
+    func decide(_ request: borrowing PushRequest, context: ConnectionContext, state: inout ConnectionMemo) -> DeviceVerdict {
         let environment = state.environment(of: request, context: context, fallback: defaultEnvironment)
         let auth = authenticator.authenticate(
             authorization: request.authorization, environment: environment, now: authenticator.now(), state: &state.auth)

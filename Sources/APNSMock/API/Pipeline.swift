@@ -83,13 +83,13 @@ enum StoreChange: Equatable {
 protocol DecidingAPI: RequestAPI {
     associatedtype Decided: Verdict
     var pipeline: Pipeline { get }
-    func decide(_ request: borrowing PushRequest, context: ConnectionContext, state: inout ConnectionState) -> Decided
+    func decide(_ request: borrowing PushRequest, context: ConnectionContext, state: inout ConnectionMemo) -> Decided
 }
 
 extension DecidingAPI {
     func answer(
         _ request: borrowing PushRequest, stream: RequestStream, context: ConnectionContext,
-        connection: inout ConnectionState
+        connection: inout ConnectionMemo
     ) -> Effects {
         var verdict = decide(request, context: context, state: &connection)
         return pipeline.run(&verdict, request: request, stream: stream, context: context, connection: &connection)
@@ -109,7 +109,7 @@ struct Pipeline: Sendable {
 
     func run<V: Verdict>(
         _ verdict: inout V, request: borrowing PushRequest, stream: RequestStream, context: ConnectionContext,
-        connection: inout ConnectionState
+        connection: inout ConnectionMemo
     ) -> Effects {
         var actions = policy.applyRules(
             to: &verdict, request: request, context: context, requestNumber: connection.requestCount)

@@ -24,7 +24,7 @@ enum ListenerRole: Sendable, Equatable, CaseIterable {
 protocol RequestAPI: AnyObject, Sendable {
     func answer(
         _ request: borrowing PushRequest, stream: RequestStream, context: ConnectionContext,
-        connection: inout ConnectionState
+        connection: inout ConnectionMemo
     ) -> Effects
 }
 
@@ -109,7 +109,7 @@ struct ListenerRoutes: Sendable {
     /// through Optional's generic value witness, about 125 instructions per request.
     func answer(
         _ request: borrowing PushRequest, stream: RequestStream, context: ConnectionContext,
-        connection: inout ConnectionState
+        connection: inout ConnectionMemo
     ) -> Effects {
         guard let index = routeIndex(for: request.path) else { return .unrouted }
         return routes[index].api.answer(request, stream: stream, context: context, connection: &connection)

@@ -17,7 +17,7 @@ struct AuthenticationResult {
 
 /// What a connection remembers about its credentials between requests. Never shared between
 /// connections, so it needs no lock.
-struct AuthState {
+struct ConnectionAuth {
     /// The client certificate, read once at the end of the handshake; set means certificate auth.
     var certificate: ClientCertificateIdentity? {
         didSet {
@@ -110,7 +110,7 @@ struct Authenticator: Sendable {
     func now() -> Int64 { clock.nowSeconds() }
 
     func authenticate(
-        authorization: String?, environment: APNSEnvironment, now: Int64, state: inout AuthState
+        authorization: String?, environment: APNSEnvironment, now: Int64, state: inout ConnectionAuth
     ) -> AuthenticationResult {
         if let certificate = state.certificate {
             return authenticate(
@@ -127,7 +127,7 @@ struct Authenticator: Sendable {
             return check(
                 key: binding.key, issuedAt: binding.issuedAt, summary: binding.summary, environment: environment, now: now)
         }
-        let verdict: AuthState.Verdict
+        let verdict: ConnectionAuth.Verdict
         if let last = state.lastToken, last == authorization {
             verdict = state.lastVerdict
         } else {
@@ -162,7 +162,7 @@ struct Authenticator: Sendable {
         } else {
             result.acceptedFirstToken = true
         }
-        state.binding = AuthState.Binding(
+        state.binding = ConnectionAuth.Binding(
             token: authorization, key: key, issuedAt: issuedAt, acceptedAt: now, summary: summary)
         state.checkedGeneration = tokens.generation
         state.lastToken = nil
@@ -172,7 +172,7 @@ struct Authenticator: Sendable {
 
     /// Whether the bound token was expired on any connection; looked up only when some token was
     /// expired since the connection last looked.
-    private func isExpired(_ binding: AuthState.Binding, state: inout AuthState) -> Bool {
+    private func isExpired(_ binding: ConnectionAuth.Binding, state: inout ConnectionAuth) -> Bool {
         if binding.expired { return true }
         let generation = tokens.generation
         guard generation != state.checkedGeneration else { return false }
@@ -183,14 +183,14 @@ struct Authenticator: Sendable {
 
     /// Parses and verifies a token: the only place ES256 runs, once per token while it stays in
     /// ``verified``.
-    func verify(_ authorization: String) -> AuthState.Verdict {
+    func verify(_ authorization: String) -> ConnectionAuth.Verdict {
         if let verdict = verified.verdict(for: authorization) { return verdict }
         let verdict = verifyAnew(authorization)
         verified.remember(authorization, verdict)
         return verdict
     }
 
-    private func verifyAnew(_ authorization: String) -> AuthState.Verdict {
+    private func verifyAnew(_ authorization: String) -> ConnectionAuth.Verdict {
         guard let token = ProviderToken.parse(authorization: authorization),
               !settings.strictProviderTokens || (token.issuedAtForm == .integer && token.signatureForm == .jose),
               let key = keys.byID[token.keyID],

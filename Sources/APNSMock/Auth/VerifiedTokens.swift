@@ -17,7 +17,7 @@ final class VerifiedTokens: Sendable {
     static let capacity = 32
 
     private struct Entries {
-        var tokens: [(token: String, verdict: AuthState.Verdict)] = []
+        var tokens: [(token: String, verdict: ConnectionAuth.Verdict)] = []
         /// Where the next token goes once ``capacity`` is reached.
         var next = 0
     }
@@ -25,14 +25,14 @@ final class VerifiedTokens: Sendable {
     private let entries = Mutex(Entries())
 
     /// The verdict on `token` if it was verified valid before.
-    func verdict(for token: String) -> AuthState.Verdict? {
+    func verdict(for token: String) -> ConnectionAuth.Verdict? {
         entries.withLock { entries in
             entries.tokens.first { $0.token == token }?.verdict
         }
     }
 
     /// Keeps a valid verdict on `token`.
-    func remember(_ token: String, _ verdict: AuthState.Verdict) {
+    func remember(_ token: String, _ verdict: ConnectionAuth.Verdict) {
         guard case .valid = verdict else { return }
         entries.withLock { entries in
             guard !entries.tokens.contains(where: { $0.token == token }) else { return }

@@ -37,7 +37,7 @@ struct Policy: Sendable {
     /// `server.shrinkStreamsAfterRejection` a rejection lowers it to one stream until a request is
     /// accepted again (as reported from production APNs, docs/admin-api.md). The answer counts
     /// only when the actions answer.
-    func settle<V: Verdict>(_ actions: inout Effects.Actions, verdict: V, connection: inout ConnectionState) {
+    func settle<V: Verdict>(_ actions: inout Effects.Actions, verdict: V, connection: inout ConnectionMemo) {
         let rejection = verdict.rejection
         if actions.answers, rejection?.reason == .expiredProviderToken {
             connection.auth.tokenExpired(registry: state.tokens, clock: state.clock)

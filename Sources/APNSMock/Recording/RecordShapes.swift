@@ -2,7 +2,7 @@ import APNSMockCore
 
 /// The shapes of a connection's last records, shared by the records that repeat them: a load of
 /// requests that differ only in their ids stores one shape, not one per record. Kept per
-/// connection in its ``ConnectionState``, so sharing needs no lock.
+/// connection in its ``ConnectionMemo``, so sharing needs no lock.
 struct RecordShapes {
     /// The shape of the connection's last device-push record; and of its last broadcast-side one
     /// (kept apart: the same headers mean other things).

@@ -13,7 +13,7 @@ struct Recorder: Sendable {
     /// record's sequence number (0: recording is off).
     func record<V: Verdict>(
         _ verdict: V, actions: Effects.Actions, request: borrowing PushRequest, stream: RequestStream,
-        context: ConnectionContext, connection: inout ConnectionState
+        context: ConnectionContext, connection: inout ConnectionMemo
     ) -> UInt64 {
         let answered = actions.answers
         let status = answered ? verdict.status : nil

@@ -8,7 +8,7 @@ import Synchronization
 /// keep a per-connection snapshot (``VersionedValue``): a channel lookup on the request path is one
 /// atomic load and a dictionary look-up, with no lock.
 final class ChannelStore: Sendable {
-    let registry: any VersionedState<ChannelRegistry>
+    let registry: any VersionedBackend<ChannelRegistry>
     /// Channels created this run (mixed into every generated ID, so that an ID is never handed out
     /// twice, however many channels are created and deleted) and the random part's generator.
     private let generator = Mutex((created: UInt64(0), random: FastRandom()))

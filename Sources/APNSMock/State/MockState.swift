@@ -9,12 +9,12 @@ import Synchronization
 /// Each part carries its own synchronisation (atomics on the request path, a lock only where a
 /// change must be all-or-nothing); see each type.
 public final class MockState: Sendable {
-    let devices: any VersionedState<DeviceRegistry>
+    let devices: any VersionedBackend<DeviceRegistry>
     let faults: any FaultBackend
     let records: RecordStore
     let statistics: RequestStatistics
     let connections: ConnectionRegistry
-    let channels: any ChannelState
+    let channels: any ChannelBackend
     /// The mock's time (`/v1/clock`), read by every time rule.
     let clock: any ClockBackend
     /// Provider tokens seen, and which expired, across connections.
@@ -31,9 +31,9 @@ public final class MockState: Sendable {
     /// The parts of the state a second backend may provide (docs/architecture.md, "Where state
     /// lives, and a second backend"); the records, counts and connections stay in this process.
     struct Parts: Sendable {
-        var devices: any VersionedState<DeviceRegistry>
+        var devices: any VersionedBackend<DeviceRegistry>
         var faults: any FaultBackend
-        var channels: any ChannelState
+        var channels: any ChannelBackend
         var tokens: any TokenBackend
         var clock: any ClockBackend
 

@@ -15,7 +15,7 @@ import APNSMockCore
 
 /// A value every connection reads through its own snapshot and few requests change (the device
 /// registry, the broadcast channels).
-protocol VersionedState<Value>: AnyObject, Sendable {
+protocol VersionedBackend<Value>: AnyObject, Sendable {
     associatedtype Value: Sendable
     /// What ``reset()`` returns to.
     var initial: Value { get }
@@ -31,8 +31,8 @@ protocol VersionedState<Value>: AnyObject, Sendable {
 
 /// The broadcast channels: read through a snapshot of ``registry``, changed by channel-management
 /// requests (the policy stage) and the admin API.
-protocol ChannelState: AnyObject, Sendable {
-    var registry: any VersionedState<ChannelRegistry> { get }
+protocol ChannelBackend: AnyObject, Sendable {
+    var registry: any VersionedBackend<ChannelRegistry> { get }
     var settings: BroadcastSettings { get }
     /// Creates a channel with a new ID (or `id`, from the admin API), within the app's limit.
     func create(
@@ -46,7 +46,7 @@ protocol ChannelState: AnyObject, Sendable {
     func reset()
 }
 
-extension ChannelState {
+extension ChannelBackend {
     /// The channels as they are now (a copy-on-write value).
     var current: ChannelRegistry { registry.current }
 
@@ -100,8 +100,8 @@ protocol ClockBackend: AnyObject, Sendable {
     func reset()
 }
 
-extension VersionedValue: VersionedState {}
-extension ChannelStore: ChannelState {}
+extension VersionedValue: VersionedBackend {}
+extension ChannelStore: ChannelBackend {}
 extension FaultStore: FaultBackend {}
 extension TokenRegistry: TokenBackend {}
 extension MockClock: ClockBackend {}

@@ -38,20 +38,20 @@ final class VersionedValue<Value: Sendable>: Sendable {
 /// The live device registry, shared by every connection and changed by the admin API.
 typealias DeviceStore = VersionedValue<DeviceRegistry>
 
-/// A connection's cached copy of a shared value (``VersionedState``): refreshed only when the
+/// A connection's cached copy of a shared value (``VersionedBackend``): refreshed only when the
 /// value's version moved, which costs one atomic load per request.
-struct StateSnapshot<Value: Sendable> {
+struct VersionedSnapshot<Value: Sendable> {
     private(set) var value: Value
     /// The store's version the value was read at.
     private(set) var version: UInt64
 
-    init(_ store: some VersionedState<Value>) {
+    init(_ store: some VersionedBackend<Value>) {
         version = store.version
         value = store.current
     }
 
     /// The value, refreshed from `store` if it changed since the last call.
-    mutating func refreshed(from store: some VersionedState<Value>) -> Value {
+    mutating func refreshed(from store: some VersionedBackend<Value>) -> Value {
         let latest = store.version
         if latest != version {
             version = latest

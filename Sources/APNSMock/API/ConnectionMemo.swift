@@ -17,14 +17,14 @@ struct ConnectionContext: Sendable {
 
 /// What a connection keeps between its requests so that deciding and recording one needs no
 /// shared state. Never shared between connections, so it needs no lock.
-struct ConnectionState {
+struct ConnectionMemo {
     var random = FastRandom()
-    var devices: StateSnapshot<DeviceRegistry>
-    var channels: StateSnapshot<ChannelRegistry>
+    var devices: VersionedSnapshot<DeviceRegistry>
+    var channels: VersionedSnapshot<ChannelRegistry>
     var memo = ValidationMemo()
     /// The validator's context for the request being decided (``DeviceAPI``), kept between
     /// requests and updated in place.
-    var validation = RequestContext(environment: .production)
+    var validation = ValidationContext(environment: .production)
     /// The channel registry's version `validation.channels` was taken at (`.max`: not yet).
     var validationChannelsVersion = UInt64.max
     var shapes = RecordShapes()
@@ -32,13 +32,13 @@ struct ConnectionState {
     var readMilliseconds: Int64?
     var lastAuthority: String?
     var lastAuthorityEnvironment: APNSEnvironment?
-    var auth = AuthState()
+    var auth = ConnectionAuth()
     /// Requests this connection has carried.
     var requestCount = 0
 
     init(state: MockState) {
-        devices = StateSnapshot(state.devices)
-        channels = StateSnapshot(state.channels.registry)
+        devices = VersionedSnapshot(state.devices)
+        channels = VersionedSnapshot(state.channels.registry)
     }
 
     /// Wall-clock milliseconds when the bytes being processed were read: taken once per read
