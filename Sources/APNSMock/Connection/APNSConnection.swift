@@ -453,31 +453,17 @@ extension APNSConnection: HTTP2SessionDelegate {
             token: ResponseToken(record: seq, saysWritten: requestStream.isOpen))
     }
 
-    /// Counts and records a request ``session(_:didReceiveOversized:)`` answers. Returns the
-    /// record's sequence number (0: recording is off, or no route takes the request).
+    /// Counts and records a request ``session(_:didReceiveOversized:)`` answers, through the
+    /// recorder of the API whose route takes it. Returns the record's sequence number (0:
+    /// recording is off, or no route takes the request).
     private func recordOversized(_ request: borrowing PushRequest, stream: RequestStream) -> UInt64 {
-        let state = routes.state
-        state.statistics.count(status: HeaderListTooLarge.status, rejection: nil, action: nil)
-        guard let route = routes.undecidedRoute(for: request.path) else { return 0 }
-        if route.kind != .device { state.statistics.count(kind: route.kind) }
-        guard state.records.isEnabled else { return 0 }
-        let receivedAt = requestState.readTime()
-        let environment = requestState.environment(of: request, context: context, fallback: route.environment)
-        let shape = RequestShape(
-            copy request, interpreted: nil, environment: environment, auth: AuthSummary(),
-            connectionID: UInt64(context.connectionNumber))
-        let details = route.kind == .device
-            ? nil : requestState.shapes.broadcastDetails(kind: route.kind, bundleID: nil, channelID: request.channelID, operation: nil)
-        // The id a query finds it by: the client's, as an answer would have echoed it, else a new one.
-        let requestID = APNSResponse.RequestID.take(
-            route.kind == .device ? request.apnsID : request.requestID, random: &requestState.random)
-        let path = request.path, apnsIDHeader = request.apnsID, offset = state.clock.offsetSeconds
-        return state.records.append { seq in
-            RawRecord(
-                seq: seq, receivedAt: receivedAt, shape: shape, path: path, apnsIDHeader: apnsIDHeader, apnsID: requestID,
-                uniqueID: nil, status: HeaderListTooLarge.status, rejection: nil, injected: false, action: nil,
-                streamID: stream.id, broadcast: details, responseWritten: stream.isOpen, clockOffset: offset)
+        guard let route = routes.undecidedRoute(for: request.path) else {
+            routes.state.statistics.count(status: HeaderListTooLarge.status, rejection: nil, action: nil)
+            return 0
         }
+        return route.recorder.recordUndecided(
+            request, status: HeaderListTooLarge.status, kind: route.kind, fallback: route.environment, stream: stream,
+            context: context, connection: &requestState)
     }
 
     func session(_ session: HTTP2Session, responseFinished token: ResponseToken) {
@@ -592,33 +578,30 @@ extension ResponseToken {
 }
 
 /// What recording a request that no API decides (the 431 of an oversized header list) needs of
-/// the API whose route takes it: the kind of its records, and the environment of a request whose
-/// `:authority` and TLS server name name none.
-protocol UndecidedRequestRecording {
-    var recordKind: RecordKind { get }
+/// the API whose route takes it: the kind of its records (its verdict's), its recorder, and the
+/// environment of a request whose `:authority` and TLS server name name none.
+protocol UndecidedRequestRecording: DecidingAPI {
     var defaultEnvironment: APNSEnvironment { get }
 }
 
-extension DeviceAPI: UndecidedRequestRecording {
-    var recordKind: RecordKind { .device }
-}
+extension DeviceAPI: UndecidedRequestRecording {}
 
-extension BroadcastAPI: UndecidedRequestRecording {
-    var recordKind: RecordKind { .broadcast }
-}
+extension BroadcastAPI: UndecidedRequestRecording {}
 
 extension ChannelAPI: UndecidedRequestRecording {
-    var recordKind: RecordKind { .channel }
     var defaultEnvironment: APNSEnvironment { environment }
 }
 
 extension ListenerRoutes {
-    /// Where a request that no API decides belongs: the record kind and default environment of the
-    /// API whose route takes `path` (`nil` when no route does, which ``Routes/table`` rules out).
-    func undecidedRoute(for path: String?) -> (kind: RecordKind, environment: APNSEnvironment)? {
+    /// Where a request that no API decides belongs: the record kind, default environment and
+    /// recorder of the API whose route takes `path` (`nil` when no route does, which
+    /// ``Routes/table`` rules out).
+    func undecidedRoute(for path: String?) -> (kind: RecordKind, environment: APNSEnvironment, recorder: Recorder)? {
         guard let index = routeIndex(for: path), let api = routes[index].api as? any UndecidedRequestRecording else {
             return nil
         }
-        return (api.recordKind, api.defaultEnvironment)
+        return (Self.recordKind(of: api), api.defaultEnvironment, api.pipeline.recorder)
     }
+
+    private static func recordKind<API: UndecidedRequestRecording>(of api: API) -> RecordKind { API.Decided.kind }
 }

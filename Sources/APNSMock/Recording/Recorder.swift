@@ -19,8 +19,7 @@ struct Recorder: Sendable {
         let status = answered ? verdict.status : nil
         let rejection = answered ? verdict.rejection : nil
         let action = actions.actionName
-        // Device pushes are the total less the others (``RequestStatistics``).
-        if V.kind != .device { state.statistics.count(kind: V.kind) }
+        count(kind: V.kind)
         note(status: status, rejection: rejection, action: action, kind: V.kind,
              id: verdict.answerID.text(uppercase: V.kind == .device), streamID: stream.id, context: context)
         guard state.records.isEnabled else { return 0 }
@@ -40,6 +39,43 @@ struct Recorder: Sendable {
                 apnsID: answerID, uniqueID: uniqueID, status: status, rejection: rejection, injected: injected,
                 action: action, streamID: streamID, broadcast: details, responseWritten: written, clockOffset: offset)
         }
+    }
+
+    /// Keeps a request no API decided (the 431 of an oversized header list: its headers were never
+    /// all read, so there was nothing to validate), answered `status` with no reason, as the API
+    /// whose route takes it records: its `kind`, and `fallback` as its environment when the request
+    /// names none. The record holds the fields that came before the limit, no payload and no
+    /// credentials. Returns its sequence number (0: recording is off).
+    func recordUndecided(
+        _ request: borrowing PushRequest, status: Int, kind: RecordKind, fallback: APNSEnvironment,
+        stream: RequestStream, context: ConnectionContext, connection: inout ConnectionMemo
+    ) -> UInt64 {
+        count(kind: kind)
+        note(status: status, rejection: nil, action: nil, kind: kind, id: "", streamID: stream.id, context: context)
+        guard state.records.isEnabled else { return 0 }
+        let receivedAt = connection.readTime()
+        let environment = connection.environment(of: request, context: context, fallback: fallback)
+        let shape = RequestShape(
+            copy request, interpreted: nil, environment: environment, auth: AuthSummary(),
+            connectionID: UInt64(context.connectionNumber))
+        let details = kind == .device
+            ? nil : connection.shapes.broadcastDetails(kind: kind, bundleID: nil, channelID: request.channelID, operation: nil)
+        // The id a query finds it by: the client's, as an answer would have echoed it, else a new one.
+        let requestID = APNSResponse.RequestID.take(
+            kind == .device ? request.apnsID : request.requestID, random: &connection.random)
+        let path = request.path, apnsIDHeader = request.apnsID, offset = state.clock.offsetSeconds
+        return state.records.append { seq in
+            RawRecord(
+                seq: seq, receivedAt: receivedAt, shape: shape, path: path, apnsIDHeader: apnsIDHeader, apnsID: requestID,
+                uniqueID: nil, status: status, rejection: nil, injected: false, action: nil,
+                streamID: stream.id, broadcast: details, responseWritten: stream.isOpen, clockOffset: offset)
+        }
+    }
+
+    /// Counts a request of a kind other than device pushes: those are the total less the others
+    /// (``RequestStatistics``).
+    private func count(kind: RecordKind) {
+        if kind != .device { state.statistics.count(kind: kind) }
     }
 
     /// Counts the outcome and logs a rejection at debug level: a load test of bad tokens must not
