@@ -24,27 +24,35 @@ struct InboxPageTests {
         var checks: [Check]
     }
 
-    @Test func pageShowsWhatArrivedAndManagesTheMock() async throws {
-        let python = Self.repository.appendingPathComponent(".venv-browser/bin/python").path
-        let script = Self.repository.appendingPathComponent("scripts/browser/inbox_check.py").path
-        let screenshots = Self.repository.appendingPathComponent(".build/inbox-screenshots").path
+    static let python = repository.appendingPathComponent(".venv-browser/bin/python").path
+    static let screenshots = repository.appendingPathComponent(".build/inbox-screenshots").path
+
+    /// Runs scripts/browser/inbox_check.py against `mock` (its scenario named by `arguments`, the
+    /// default one without) and holds its report: at least 25 checks, every one passed, and a
+    /// clean exit.
+    static func checkPage(of mock: ServerProcess, arguments: [String], timeout: Double) async throws {
         try #require(
             FileManager.default.isExecutableFile(atPath: python),
             "selenium's venv is missing: run scripts/setup (it installs chromium, chromium-driver and .venv-browser)")
+        let script = repository.appendingPathComponent("scripts/browser/inbox_check.py").path
+        let output = try await ExternalTool.run(python, [
+            script, "--admin", mock.adminURL, "--apns", mock.baseURL, "--ca", mock.caPath,
+            "--channels", "https://localhost:\(mock.channelManagementPort(.sandbox))",
+            "--authorization", try #require(Curl.demoAuthorization), "--screenshots", screenshots,
+        ] + arguments, timeout: timeout)
+        let report = try #require(
+            try? JSONDecoder().decode(Report.self, from: output.stdout),
+            "inbox_check.py exited \(output.exitCode): \(output.text.suffix(2000)) \(output.stderr.suffix(2000))")
+        #expect(report.checks.count >= 25, "\(report.checks.map(\.name))")
+        for check in report.checks {
+            #expect(check.ok, "\(check.name): \(check.detail)")
+        }
+        #expect(output.exitCode == 0)
+    }
+
+    @Test func pageShowsWhatArrivedAndManagesTheMock() async throws {
         try await ServerProcess.withRunning { mock in
-            let output = try await ExternalTool.run(python, [
-                script, "--admin", mock.adminURL, "--apns", mock.baseURL, "--ca", mock.caPath,
-                "--channels", "https://localhost:\(mock.channelManagementPort(.sandbox))",
-                "--authorization", try #require(Curl.demoAuthorization), "--screenshots", screenshots,
-            ], timeout: 150)
-            let report = try #require(
-                try? JSONDecoder().decode(Report.self, from: output.stdout),
-                "inbox_check.py exited \(output.exitCode): \(output.text.suffix(2000)) \(output.stderr.suffix(2000))")
-            #expect(report.checks.count >= 25, "\(report.checks.map(\.name))")
-            for check in report.checks {
-                #expect(check.ok, "\(check.name): \(check.detail)")
-            }
-            #expect(output.exitCode == 0)
+            try await Self.checkPage(of: mock, arguments: [], timeout: 150)
 
             // What the page did, seen through the admin API.
             let devices = try await mock.admin.devices()
@@ -54,7 +62,7 @@ struct InboxPageTests {
             let gone = try await mock.admin.notifications(RecordQuery(reason: "Unregistered"))
             #expect(gone.notifications.count == 1)
         }
-        #expect(FileManager.default.fileExists(atPath: screenshots + "/inbox.png"))
+        #expect(FileManager.default.fileExists(atPath: Self.screenshots + "/inbox.png"))
     }
 
     /// The page tells the truth at a glance (scripts/browser/inbox_check.py --scenario truth): the
@@ -63,35 +71,18 @@ struct InboxPageTests {
     /// show and that 5,000 are gone, pages back with "Load older", and charts answers per second by
     /// outcome. Screenshots at 0, 10 and 20,000 records go to .build/inbox-screenshots/.
     @Test func pageTellsTheTruthAtAGlance() async throws {
-        let python = Self.repository.appendingPathComponent(".venv-browser/bin/python").path
-        let script = Self.repository.appendingPathComponent("scripts/browser/inbox_check.py").path
-        let screenshots = Self.repository.appendingPathComponent(".build/inbox-screenshots").path
-        try #require(FileManager.default.isExecutableFile(atPath: python), "selenium's venv is missing: run scripts/setup")
         try await ServerProcess.withRunning(yaml: "recording: { capacity: 15000 }\n") { mock in
-            let output = try await ExternalTool.run(python, [
-                script, "--admin", mock.adminURL, "--apns", mock.baseURL, "--ca", mock.caPath,
-                "--channels", "https://localhost:\(mock.channelManagementPort(.sandbox))",
-                "--authorization", try #require(Curl.demoAuthorization), "--screenshots", screenshots,
-                "--scenario", "truth",
-            ], timeout: 160)
-            let report = try #require(
-                try? JSONDecoder().decode(Report.self, from: output.stdout),
-                "inbox_check.py exited \(output.exitCode): \(output.text.suffix(2000)) \(output.stderr.suffix(2000))")
-            #expect(report.checks.count >= 25, "\(report.checks.map(\.name))")
-            for check in report.checks {
-                #expect(check.ok, "\(check.name): \(check.detail)")
-            }
-            #expect(output.exitCode == 0)
+            try await Self.checkPage(of: mock, arguments: ["--scenario", "truth"], timeout: 160)
         }
         for name in ["records-0", "records-10", "records-20000", "older"] {
-            #expect(FileManager.default.fileExists(atPath: screenshots + "/\(name).png"))
+            #expect(FileManager.default.fileExists(atPath: Self.screenshots + "/\(name).png"))
         }
     }
 
     /// With `admin.token` the page asks for the token (a wrong one is refused) and then shows
     /// pushes as without it.
     @Test func pageAsksForTheAdminToken() async throws {
-        let python = Self.repository.appendingPathComponent(".venv-browser/bin/python").path
+        let python = Self.python
         let script = Self.repository.appendingPathComponent("scripts/browser/inbox_check.py").path
         try #require(FileManager.default.isExecutableFile(atPath: python), "selenium's venv is missing: run scripts/setup")
         try await ServerProcess.withRunning(yaml: "admin: { token: s3cret }\n") { mock in
@@ -99,7 +90,7 @@ struct InboxPageTests {
                 script, "--admin", mock.adminURL, "--apns", mock.baseURL, "--ca", mock.caPath,
                 "--channels", "https://localhost:\(mock.channelManagementPort(.sandbox))",
                 "--authorization", try #require(Curl.demoAuthorization),
-                "--screenshots", Self.repository.appendingPathComponent(".build/inbox-screenshots").path,
+                "--screenshots", Self.screenshots,
                 "--admin-token", "s3cret",
             ], timeout: 90)
             let report = try #require(
