@@ -137,7 +137,6 @@ final class APNSConnection {
     /// plaintext buffers. Its channel handler calls it once the connection has been quiet for a
     /// while, not after every quiet turn.
     /// Returns whether they were given back.
-    @discardableResult
     func releaseBuffersIfQuiet() -> Bool {
         guard case .open(let session) = state, session.openStreamCount == 0, !session.wantsWrite else { return false }
         return tls.releaseBuffers()

@@ -74,7 +74,6 @@ final class TLSConnection {
     /// again. Call it between bursts, not after every record: `SSL_MODE_RELEASE_BUFFERS` does the
     /// latter, and slows a busy connection down.
     /// Returns whether they were given back (not during the handshake or while a write is under way).
-    @discardableResult
     func releaseBuffers() -> Bool {
         guard isHandshakeComplete, plaintextOutCount == 0 else { return false }
         _ = SSL_free_buffers(ssl)
