@@ -32,6 +32,7 @@ const DefaultTimeout = 10 * time.Second
 type Client struct {
 	baseURL string
 	token   string
+	team    string // the APNS-Mock-Team header's value, "" unscoped
 	http    *http.Client
 	timeout time.Duration
 }
@@ -126,6 +127,9 @@ func (c *Client) newRequest(ctx context.Context, method, path string, query url.
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if c.team != "" {
+		req.Header.Set(TeamHeader, c.team)
 	}
 	return req, nil
 }
