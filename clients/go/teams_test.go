@@ -299,9 +299,19 @@ func TestDeletedTeam(t *testing.T) {
 		t.Errorf("message %q", e.Message)
 	}
 	apiError(t, mock.DeleteTeam(ctx, a.TeamID), 404)
-	// Its records are gone from every view.
-	if page, err := mock.Notifications(ctx, apnsmock.Query{Token: token, Outcome: apnsmock.OutcomeAll}); err != nil || len(page.Notifications) != 0 {
-		t.Errorf("the deleted team's records, unscoped: %+v, %v", page.Notifications, err)
+	// Its records are gone from every view: the push before the delete is no longer there; the two
+	// refused after it are, as any refused token's, attributed to no team.
+	page, err := mock.Notifications(ctx, apnsmock.Query{Token: token, Outcome: apnsmock.OutcomeAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Notifications) != 2 {
+		t.Errorf("records of the token, unscoped: %d, want the 2 refused after the delete", len(page.Notifications))
+	}
+	for _, r := range page.Notifications {
+		if r.Status != 403 || r.Auth.TeamID == a.TeamID {
+			t.Errorf("record #%d: %d %s of team %q: the deleted team's push is still seen", r.Seq, r.Status, r.Reason, r.Auth.TeamID)
+		}
 	}
 }
 
