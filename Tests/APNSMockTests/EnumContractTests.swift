@@ -90,6 +90,10 @@ struct EnumContractTests {
         ("components > schemas > DeviceInput > properties > reason > anyOf > 0", unregistrationReasons),
         ("components > schemas > Unregistration > properties > reason > anyOf > 0", unregistrationReasons),
         ("components > schemas > DeviceList > properties > policy", DevicePolicy.allCases.map(\.rawValue)),
+        ("components > schemas > Team > properties > devices > anyOf > 0 > properties > policy > anyOf > 0", DevicePolicy.allCases.map(\.rawValue)),
+        ("components > schemas > TeamView > properties > devices > properties > policy", DevicePolicy.allCases.map(\.rawValue)),
+        ("components > schemas > TeamKey > properties > environment > anyOf > 0", Configuration.KeyEnvironment.allCases.map(\.rawValue)),
+        ("components > schemas > TeamView > properties > keys > items > properties > environment", Configuration.KeyEnvironment.allCases.map(\.rawValue)),
     ]
 
     /// Enums of the document that follow no Swift enum, and why.
@@ -105,6 +109,8 @@ struct EnumContractTests {
         // Apple's message-storage-policy numbers.
         "components > schemas > Channel > properties > messageStoragePolicy",
         "components > schemas > ChannelInput > properties > messageStoragePolicy > anyOf > 0",
+        // Where a team came from: the two literals of the teams API's view.
+        "components > schemas > TeamView > properties > source",
     ]
 
     @Test(arguments: openAPIRows.map(\.path))
