@@ -19,9 +19,9 @@ struct PipelineHarness {
         var configuration = ServerConfiguration()
         configuration.teams = [try MockHarness.demoTeam()]
         configure(&configuration)
-        state = MockState(configuration: configuration)
+        state = MockState(configuration: configuration, tokenKeys: try TokenKeys.load(configuration.teams))
         routes = Routes(
-            configuration: configuration, tokenKeys: try TokenKeys.load(configuration.teams), state: state,
+            configuration: configuration, state: state,
             logger: Self.noLogger)
         connection = ConnectionMemo(state: state)
     }
@@ -257,10 +257,10 @@ struct PolicyTests {
         let policy = Policy(state: mock.state, shrinksStreamsAfterRejection: false)
         let request = PipelineHarness.devicePush()
         var first = try Self.verdict(&mock, request)
-        _ = policy.applyRules(to: &first, request: request, context: mock.context, requestNumber: 1)
+        _ = policy.applyRules(to: &first, request: request, context: mock.context, requestNumber: 1, team: nil)
         #expect(first.rejection == nil)
         var second = try Self.verdict(&mock, request)
-        _ = policy.applyRules(to: &second, request: request, context: mock.context, requestNumber: 2)
+        _ = policy.applyRules(to: &second, request: request, context: mock.context, requestNumber: 2, team: nil)
         #expect(second.rejection?.reason == .tooManyRequests && second.status == 429)
     }
 
@@ -271,7 +271,7 @@ struct PolicyTests {
         let request = PipelineHarness.devicePush()
         var verdict = try Self.verdict(&mock, request)
         let id = verdict.answerID
-        var actions = policy.applyRules(to: &verdict, request: request, context: mock.context, requestNumber: 1)
+        var actions = policy.applyRules(to: &verdict, request: request, context: mock.context, requestNumber: 1, team: nil)
         #expect(verdict.rejection?.reason == .badDeviceToken && verdict.answerID == id && actions.faultMatched)
         policy.settle(&actions, verdict: verdict, connection: &mock.connection)
         #expect(actions.streamLimit == .one)

@@ -112,7 +112,8 @@ struct Pipeline: Sendable {
         connection: inout ConnectionMemo
     ) -> Effects {
         var actions = policy.applyRules(
-            to: &verdict, request: request, context: context, requestNumber: connection.requestCount)
+            to: &verdict, request: request, context: context, requestNumber: connection.requestCount,
+            team: connection.auth.space)
         if actions.answers, let change = verdict.storeChange {
             verdict.settle(change.carryOut(on: policy.state))
         }
