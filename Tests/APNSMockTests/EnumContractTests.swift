@@ -109,7 +109,7 @@ struct EnumContractTests {
         // Apple's message-storage-policy numbers.
         "components > schemas > Channel > properties > messageStoragePolicy",
         "components > schemas > ChannelInput > properties > messageStoragePolicy > anyOf > 0",
-        // Where a team came from: the two literals of the teams API's view.
+        // Where a team came from: TeamSpace.Source's two cases (it is not CaseIterable).
         "components > schemas > TeamView > properties > source",
     ]
 
