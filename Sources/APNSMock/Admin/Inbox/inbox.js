@@ -653,7 +653,7 @@
             Math.max(ring.first, 1).toLocaleString() + "–" + (before - 1).toLocaleString() + ", still held by the mock).");
         }
       } else if (state.olderExhausted || before <= ring.first) {
-        if (state.olderExhausted) sentences.push("No older records " + matchingWhat() + ".");
+        if (state.olderExhausted) sentences.push(formFiltered() ? "No older records match the filter." : "No older records of this team are held.");
       } else {
         loadable = -1;
         sentences.push("Older records " + matchingWhat() + " may be held" + (TEAM ? "." : " (the mock holds seq " +
