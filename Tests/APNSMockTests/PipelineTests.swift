@@ -297,7 +297,7 @@ struct RecorderTests {
         let verdict = try PolicyTests.verdict(&mock, request)
         #expect(verdict.rejection?.reason == .topicDisallowed)
         let seq = recorder.record(
-            verdict, actions: actions, request: request, stream: RequestStream(id: 5), context: mock.context,
+            verdict, actions: actions, request: request, stream: RequestStream(id: 5), context: mock.context, team: nil,
             connection: &mock.connection)
         let record = try #require(mock.state.records.record(seq))
         #expect(record.status == nil && record.rejection == nil && record.action == .tcpReset && record.injected)
@@ -312,7 +312,7 @@ struct RecorderTests {
         let verdict = api.decide(request, context: mock.context, state: &mock.connection)
         #expect(verdict.storeChange == nil && verdict.status == 200)
         let seq = recorder.record(
-            verdict, actions: Effects.Actions(), request: request, stream: RequestStream(id: 1), context: mock.context,
+            verdict, actions: Effects.Actions(), request: request, stream: RequestStream(id: 1), context: mock.context, team: nil,
             connection: &mock.connection)
         let record = try #require(mock.state.records.record(seq))
         #expect(record.kind == RecordKind.channel && record.status == 200 && record.broadcast?.operation == .list)
@@ -326,7 +326,7 @@ struct RecorderTests {
         let verdict = try PolicyTests.verdict(&mock, request)
         let before = mock.state.statistics.snapshot(openConnections: 0, totalConnections: 0, records: mock.state.records)
         let seq = recorder.record(
-            verdict, actions: Effects.Actions(), request: request, stream: RequestStream(id: 1), context: mock.context,
+            verdict, actions: Effects.Actions(), request: request, stream: RequestStream(id: 1), context: mock.context, team: nil,
             connection: &mock.connection)
         #expect(seq == 0 && mock.state.records.lastSeq == 0)
         let after = mock.state.statistics.snapshot(openConnections: 0, totalConnections: 0, records: mock.state.records)

@@ -90,7 +90,7 @@ struct LayeredDevices {
     /// devices if either changed.
     mutating func refreshed(from store: some VersionedBackend<DeviceRegistry>, team space: TeamSpace?) -> DeviceRegistry {
         let base = global.refreshed(from: store)
-        guard let space else { return base }
+        guard let space, space.hasOwnDevices else { return base }
         let version = space.devices.version
         if let merged, space === team, version == teamVersion, global.version == globalVersion {
             return merged

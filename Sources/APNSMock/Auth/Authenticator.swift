@@ -123,22 +123,25 @@ struct Authenticator: Sendable {
                 state.certificateSpace = certificate.teamID.flatMap(teams.space)
                 state.certificateSpace?.connectionOpened()
             }
-            state.space = state.certificateSpace.flatMap { $0.isRetired ? nil : $0 }
+            let space = state.certificateSpace.flatMap { $0.isRetired ? nil : $0 }
+            if state.space !== space { state.space = space }
             return authenticate(
                 certificate: certificate, topics: state.certificateTopics, summary: state.certificateSummary,
                 environment: environment)
         }
-        state.space = nil
         guard let authorization else {
+            state.space = nil
             return refuse(.missingProviderToken, summary: .none)
         }
         if let binding = state.binding, binding.token == authorization {
             let space = binding.key.space
             if space.isRetired {
                 // Its team was removed: as for a revoked key.
+                state.space = nil
                 return refuse(.invalidProviderToken, summary: AuthSummary(method: .token))
             }
-            state.space = space
+            // The bound token repeated: the same team as the last request, usually.
+            if state.space !== space { state.space = space }
             if isExpired(binding, state: &state) {
                 return refuse(.expiredProviderToken, summary: binding.summary)
             }
@@ -155,6 +158,7 @@ struct Authenticator: Sendable {
             state.lastVerdict = verdict
         }
         guard case .valid(let key, let iat, let summary) = verdict, !key.space.isRetired else {
+            state.space = nil
             return refuse(.invalidProviderToken, summary: AuthSummary(method: .token))
         }
         let space = key.space

@@ -9,17 +9,16 @@ struct Recorder: Sendable {
     let state: MockState
     let logger: Logger
 
-    /// Keeps one request, answered `verdict`'s answer unless `actions` replace it. Returns the
-    /// record's sequence number (0: recording is off).
+    /// Keeps one request of `team` (its namespace, counted there too), answered `verdict`'s answer
+    /// unless `actions` replace it. Returns the record's sequence number (0: recording is off).
     func record<V: Verdict>(
         _ verdict: V, actions: Effects.Actions, request: borrowing PushRequest, stream: RequestStream,
-        context: ConnectionContext, connection: inout ConnectionMemo
+        context: ConnectionContext, team: TeamSpace?, connection: inout ConnectionMemo
     ) -> UInt64 {
         let answered = actions.answers
         let status = answered ? verdict.status : nil
         let rejection = answered ? verdict.rejection : nil
         let action = actions.actionName
-        let team = connection.auth.space
         count(kind: V.kind)
         note(status: status, rejection: rejection, action: action, kind: V.kind, team: team,
              id: verdict.answerID.text(uppercase: V.kind == .device), streamID: stream.id, context: context)

@@ -32,12 +32,14 @@ final class TeamSpace: Sendable {
     /// The team's own device policy, replacing the mock's for its pushes; `nil`: the mock's.
     let devicePolicy: DevicePolicy?
     /// The team's own device entries, over the mock's (``DeviceRegistry/overlaid(by:policy:)``).
-    let devices: any VersionedBackend<DeviceRegistry>
+    let devices: DeviceStore
+    /// Whether the team started with device entries or a policy of its own.
+    private let startsWithDevices: Bool
     /// The team's own fault rules, tried before the mock's.
-    let faults: any FaultBackend
+    let faults: FaultStore
     let clock: TeamClock
     /// The team's provider tokens: first sightings on its clock, and expiries.
-    let tokens: any TokenBackend
+    let tokens: TokenRegistry
     /// The team's request counts (`/v1/stats?team=`), kept besides the mock's.
     let counts = TeamCounts()
     private let retiredFlag = Atomic<Bool>(false)
@@ -59,10 +61,15 @@ final class TeamSpace: Sendable {
         self.source = source
         devicePolicy = devices.flatMap { $0.policySet ? $0.policy : nil }
         self.devices = DeviceStore(DeviceRegistry(policy: devices?.policy ?? .open, entries: devices?.tokens ?? []))
+        startsWithDevices = devicePolicy != nil || !(devices?.tokens.isEmpty ?? true)
         faults = FaultStore([], seed: faultSeed, maxRules: Self.maxFaultRules)
         clock = TeamClock(global: globalClock)
         tokens = TokenRegistry()
     }
+
+    /// Whether the team's pushes see anything of its own devices: a policy or entries it started
+    /// with, or any change since (one atomic load); while not, they see the mock's registry as it is.
+    var hasOwnDevices: Bool { startsWithDevices || devices.version != 0 }
 
     /// Deleted (`DELETE /v1/teams/{teamId}`): its keys verify nothing from now on, and connections
     /// bound to them are answered InvalidProviderToken, as for a revoked key.
