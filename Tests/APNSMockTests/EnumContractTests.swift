@@ -90,6 +90,12 @@ struct EnumContractTests {
         ("components > schemas > DeviceInput > properties > reason > anyOf > 0", unregistrationReasons),
         ("components > schemas > Unregistration > properties > reason > anyOf > 0", unregistrationReasons),
         ("components > schemas > DeviceList > properties > policy", DevicePolicy.allCases.map(\.rawValue)),
+        ("components > schemas > Team > properties > devices > anyOf > 0 > properties > policy > anyOf > 0", DevicePolicy.allCases.map(\.rawValue)),
+        ("components > schemas > TeamView > properties > devices > properties > policy", DevicePolicy.allCases.map(\.rawValue)),
+        ("components > schemas > TeamKey > properties > environment > anyOf > 0", Configuration.KeyEnvironment.allCases.map(\.rawValue)),
+        ("components > schemas > TeamView > properties > keys > items > properties > environment", Configuration.KeyEnvironment.allCases.map(\.rawValue)),
+        // TeamSpace.Source is not CaseIterable: its cases written out.
+        ("components > schemas > TeamView > properties > source", [TeamSpace.Source.configuration, .api].map(\.rawValue)),
     ]
 
     /// Enums of the document that follow no Swift enum, and why.

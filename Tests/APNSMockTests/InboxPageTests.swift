@@ -28,9 +28,9 @@ struct InboxPageTests {
     static let screenshots = repository.appendingPathComponent(".build/inbox-screenshots").path
 
     /// Runs scripts/browser/inbox_check.py against `mock` (its scenario named by `arguments`, the
-    /// default one without) and holds its report: at least 25 checks, every one passed, and a
-    /// clean exit.
-    static func checkPage(of mock: ServerProcess, arguments: [String], timeout: Double) async throws {
+    /// default one without) and holds its report: at least `minimumChecks` checks, every one
+    /// passed, and a clean exit.
+    static func checkPage(of mock: ServerProcess, arguments: [String], minimumChecks: Int = 25, timeout: Double) async throws {
         try #require(
             FileManager.default.isExecutableFile(atPath: python),
             "selenium's venv is missing: run scripts/setup (it installs chromium, chromium-driver and .venv-browser)")
@@ -43,7 +43,7 @@ struct InboxPageTests {
         let report = try #require(
             try? JSONDecoder().decode(Report.self, from: output.stdout),
             "inbox_check.py exited \(output.exitCode): \(output.text.suffix(2000)) \(output.stderr.suffix(2000))")
-        #expect(report.checks.count >= 25, "\(report.checks.map(\.name))")
+        #expect(report.checks.count >= minimumChecks, "\(report.checks.map(\.name))")
         for check in report.checks {
             #expect(check.ok, "\(check.name): \(check.detail)")
         }
@@ -77,6 +77,23 @@ struct InboxPageTests {
         for name in ["records-0", "records-10", "records-20000", "older"] {
             #expect(FileManager.default.fileExists(atPath: Self.screenshots + "/\(name).png"))
         }
+    }
+
+    /// The page for one team (scripts/browser/inbox_check.py --scenario teams): a team added at run
+    /// time with a key of its own pushes beside the demo team; `/?team=<teamId>` shows only that
+    /// team's records and counts and names it in the header, Clear there forgets only its records,
+    /// and the picker (filled from `GET /v1/teams`) opens the page for all teams or another one.
+    @Test func pageForOneTeamShowsOnlyItsRecords() async throws {
+        try await ServerProcess.withRunning { mock in
+            try await Self.checkPage(of: mock, arguments: ["--scenario", "teams"], minimumChecks: 15, timeout: 90)
+            // The page's team is gone again, and the demo team's records stayed.
+            let teams = try await mock.admin.request("GET", "/v1/teams")
+            #expect(teams.status == 200)
+            let demo = try await mock.admin.notifications(RecordQuery(outcome: .all))
+            #expect(demo.notifications.count == 3)
+            #expect(demo.notifications.allSatisfy { $0.auth.teamId == "DEMOTEAM01" })
+        }
+        #expect(FileManager.default.fileExists(atPath: Self.screenshots + "/team.png"))
     }
 
     /// With `admin.token` the page asks for the token (a wrong one is refused) and then shows

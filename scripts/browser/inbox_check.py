@@ -15,12 +15,19 @@ it. Screenshots go to --screenshots.
 POST /v1/reset; after 20,000 pushes (h2load) it says how many older records it does not show and
 how many were evicted, pages back with "Load older", and draws answers per second by outcome.
 Screenshots: records-0.png, records-10.png, records-20000.png, older.png.
+
+--scenario teams adds a team at run time (POST /v1/teams, with a P-256 key made by openssl) and
+checks that the page opened as /?team=<teamId> shows only that team's records and counts, names the
+team in its header, offers every team in its picker, and that "all teams" and another team reload
+the page for them. Screenshot: team.png.
 """
 import argparse
+import base64
 import json
 import os
 import re
 import tempfile
+import urllib.error
 import urllib.request
 import socket
 import ssl
@@ -252,8 +259,9 @@ def main():
     parser.add_argument("--authorization", required=True)
     parser.add_argument("--screenshots", required=True)
     parser.add_argument("--admin-token", help="the mock's admin.token: check only the page's token prompt")
-    parser.add_argument("--scenario", choices=["page", "truth"], default="page",
-                        help="truth: the counts, older records and rate chart (a mock with recording.capacity 15000)")
+    parser.add_argument("--scenario", choices=["page", "truth", "teams"], default="page",
+                        help="truth: the counts, older records and rate chart (a mock with recording.capacity 15000); "
+                             "teams: the page for one team (/?team=)")
     args = parser.parse_args()
     os.makedirs(args.screenshots, exist_ok=True)
 
@@ -271,6 +279,8 @@ def main():
             run_with_token(driver, args)
         elif args.scenario == "truth":
             run_truth(driver, args)
+        elif args.scenario == "teams":
+            run_teams(driver, args)
         else:
             run(driver, args)
     finally:
@@ -280,6 +290,10 @@ def main():
     if args.admin_token:
         # The requests made before the token was given are refused, and Chromium logs each 401.
         severe = [entry for entry in severe if "status of 401" not in entry.get("message", "")]
+    if args.scenario == "teams":
+        # The page for a team the mock does not have: each of its calls is refused 404, as it should be.
+        severe = [entry for entry in severe
+                  if not ("team=NOTATEAM00" in entry.get("message", "") and "status of 404" in entry.get("message", ""))]
     check("the page logs no console errors", not severe, json.dumps(severe)[:1500])
     print(json.dumps({"checks": checks, "console": console}))
 
@@ -669,6 +683,141 @@ def run_truth(driver, args):
 
     errors = driver.execute_script("return window.__errors")
     check("the page's script threw nothing", not errors, errors)
+
+
+def b64url(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def new_team_key(directory):
+    """A fresh P-256 key, made by openssl: (the private key's path, the public key as PEM)."""
+    private = os.path.join(directory, "team-key.p8")
+    subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", private],
+                   check=True, capture_output=True, timeout=30)
+    public = subprocess.run(["openssl", "pkey", "-in", private, "-pubout"], check=True, capture_output=True, timeout=30)
+    return private, public.stdout.decode()
+
+
+def provider_token(private_key, team_id, key_id):
+    """An APNs provider token (ES256 JWT) signed with openssl; the DER signature becomes JWT's r||s."""
+    header = b64url(json.dumps({"alg": "ES256", "kid": key_id}, separators=(",", ":")).encode())
+    claims = b64url(json.dumps({"iss": team_id, "iat": int(time.time())}, separators=(",", ":")).encode())
+    signing_input = f"{header}.{claims}".encode()
+    der = subprocess.run(["openssl", "dgst", "-sha256", "-sign", private_key], input=signing_input,
+                         check=True, capture_output=True, timeout=30).stdout
+    # SEQUENCE { INTEGER r, INTEGER s }, each at most 33 bytes: short lengths only.
+    assert der[0] == 0x30 and der[2] == 0x02, der.hex()
+    r_length = der[3]
+    r = der[4:4 + r_length]
+    assert der[4 + r_length] == 0x02, der.hex()
+    s_length = der[5 + r_length]
+    s = der[6 + r_length:6 + r_length + s_length]
+    raw = int.from_bytes(r, "big").to_bytes(32, "big") + int.from_bytes(s, "big").to_bytes(32, "big")
+    return f"bearer {header}.{claims}.{b64url(raw)}"
+
+
+def card_titles(driver):
+    """The titles of the banners the page shows, read in one go."""
+    return driver.execute_script(
+        "return [...document.querySelectorAll('#feed .record.banner .title')].map((t) => t.textContent);")
+
+
+def run_teams(driver, args):
+    """The page for one team: /?team=<teamId> shows that team's records and counts only."""
+    team, key_id, app = "INBOXTEAM1", "INBOXKEY01", "com.example.inbox"
+    with tempfile.TemporaryDirectory() as directory:
+        private_key, public_pem = new_team_key(directory)
+        try:
+            added = admin(args, "POST", "/v1/teams", {"teamId": team, "apps": [app], "keys": [{"keyId": key_id, "pem": public_pem}]})
+        except urllib.error.HTTPError as error:
+            added = {"status": error.code, "error": error.read().decode(errors="replace")}
+        check("a team is added at run time (POST /v1/teams)", added.get("teamId") == team and added.get("source") == "api", added)
+        team_authorization = provider_token(private_key, team, key_id)
+
+    def team_push(title, token=TOKEN_A):
+        return push(args, token, {"aps": {"alert": {"title": title, "body": "for the team"}}},
+                    {"apns-topic": app, "authorization": team_authorization})
+
+    def demo_push(title, token=TOKEN_B):
+        return push(args, token, {"aps": {"alert": {"title": title, "body": "for the demo team"}}})
+
+    codes = [team_push("Team 1")[0], team_push("Team 2")[0], team_push("Team bad", "zz")[0],
+             demo_push("Demo 1")[0], demo_push("Demo 2")[0]]
+    check("the team's pushes and the demo team's are answered", codes == [200, 200, 400, 200, 200], codes)
+
+    driver.get(args.admin + "/?team=" + team)
+    live, _ = wait_for(driver, 10, lambda d: d.find_element(By.ID, "stream-status").text == "live")
+    check("the page for the team connects to the event stream", live, driver.find_element(By.ID, "stream-status").text)
+    driver.execute_script("window.__errors = []; window.addEventListener('error', e => window.__errors.push(String(e.message)));")
+    named = driver.find_element(By.ID, "team-name").text
+    check("the header names the team", named == team and team in driver.title, f"{named!r}, title {driver.title!r}")
+    counted, took = wait_for(driver, 5, lambda d: counts_match(d, 2, 1))
+    check("the header's counts and the cards are the team's (2 accepted, 1 rejected)", counted,
+          f"after {took} s: {page_counts(driver)}")
+    titles = card_titles(driver)
+    check("only the team's records are shown", sorted(titles) == ["Team 1", "Team 2"], titles)
+
+    # New pushes: the team's shows up, the demo team's does not.
+    team_push("Team 3")
+    demo_push("Demo 3")
+    shown, _ = wait_for(driver, 3, lambda d: record_with(d, ".record.banner", "Team 3"))
+    time.sleep(0.5)
+    titles = card_titles(driver)
+    check("a new push of the team shows up, one of another team does not", shown and not any(t.startswith("Demo") for t in titles),
+          titles)
+
+    # The picker: every team, this one chosen.
+    picker, _ = wait_for(driver, 5, lambda d: d.find_element(By.ID, "team-picker").is_displayed()
+                         and len(Select(d.find_element(By.ID, "team-picker")).options) >= 3 and d.find_element(By.ID, "team-picker"))
+    values = [option.get_attribute("value") for option in Select(picker).options] if picker else []
+    check("the picker offers all teams and every team, with this one chosen",
+          picker and values[0] == "" and team in values and "DEMOTEAM01" in values
+          and Select(picker).first_selected_option.get_attribute("value") == team, values)
+    driver.execute_script("window.scrollTo(0, 0)")
+    driver.save_screenshot(os.path.join(args.screenshots, "team.png"))
+
+    # The JSON link and the stream carry the team: the link lists the team's records only.
+    errors = driver.execute_script("return window.__errors")
+    check("the page's script threw nothing", not errors, errors)
+
+    # Clear on the team's page forgets the team's records only.
+    driver.find_element(By.ID, "clear").click()
+    cleared, _ = wait_for(driver, 5, lambda d: counts_match(d, 0, 0))
+    check("Clear on the team's page empties it", cleared, page_counts(driver))
+    everyone = admin(args, "GET", "/v1/notifications?outcome=all&limit=100")["notifications"]
+    check("Clear on the team's page keeps the other teams' records",
+          sorted(r["payload"]["aps"]["alert"]["title"] for r in everyone if r.get("auth", {}).get("teamId") == "DEMOTEAM01")
+          == ["Demo 1", "Demo 2", "Demo 3"] and not any(r.get("auth", {}).get("teamId") == team for r in everyone),
+          [(r["seq"], (r.get("auth") or {}).get("teamId")) for r in everyone])
+    team_push("Team 4")
+
+    # "all teams": the page without ?team=, every team's records.
+    Select(driver.find_element(By.ID, "team-picker")).select_by_value("")
+    reloaded, _ = wait_for(driver, 10, lambda d: "team=" not in d.current_url
+                           and d.find_element(By.ID, "stream-status").text == "live")
+    check("choosing all teams opens the page without ?team=", reloaded, driver.current_url)
+    every, _ = wait_for(driver, 5, lambda d: sorted(card_titles(d)) == ["Demo 1", "Demo 2", "Demo 3", "Team 4"] or None)
+    check("for all teams every team's records are shown", every and driver.find_element(By.ID, "team-name").text == "all teams",
+          card_titles(driver))
+
+    # Another team from the picker: its records only.
+    Select(driver.find_element(By.ID, "team-picker")).select_by_value("DEMOTEAM01")
+    demo, _ = wait_for(driver, 10, lambda d: d.current_url.endswith("team=DEMOTEAM01")
+                       and d.find_element(By.ID, "stream-status").text == "live"
+                       and sorted(card_titles(d)) == ["Demo 1", "Demo 2", "Demo 3"])
+    check("choosing another team shows its records only", demo, f"{driver.current_url}: {card_titles(driver)}")
+
+    # A team the mock does not have: the page says so.
+    driver.get(args.admin + "/?team=NOTATEAM00")
+    said, _ = wait_for(driver, 10, lambda d: "not a team" in d.find_element(By.ID, "stream-status").text)
+    check("for a team the mock does not have the page says so", said, driver.find_element(By.ID, "stream-status").text)
+
+    try:
+        admin(args, "DELETE", "/v1/teams/" + team)
+        deleted = True
+    except urllib.error.HTTPError as error:
+        deleted = f"{error.code} {error.read()[:300]!r}"
+    check("the team is deleted afterwards", deleted is True, deleted)
 
 
 def run_with_token(driver, args):

@@ -23,6 +23,13 @@
     "liveactivity", "pushtotalk", "widgets", "controls"];
   const $ = (id) => document.getElementById(id);
   const FILTERS = ["token", "topic", "pushType", "reason", "apnsId", "collapseId", "kind", "channelId"];
+  // The team the page is for: ?team= in its own address; empty, every team (docs/teams.md). Every
+  // call the page makes to the admin API carries it as the `team` query parameter, except the two
+  // that are the whole mock's: the reasons and the list of teams.
+  const TEAM = new URLSearchParams(location.search).get("team") || "";
+  function scoped(path) {
+    return TEAM ? path + (path.includes("?") ? "&" : "?") + "team=" + encodeURIComponent(TEAM) : path;
+  }
 
   const state = {
     token: sessionStorage.getItem("apns-mock-token") || "",
@@ -83,11 +90,11 @@
   function shortToken(token) { return token && token.length > 16 ? token.slice(0, 8) + "…" + token.slice(-6) : (token || "no token"); }
 
   // ---------- admin API ----------
-  async function api(method, path, body) {
+  async function api(method, path, body, { unscoped = false } = {}) {
     const headers = {};
     if (state.token) headers["Authorization"] = "Bearer " + state.token;
     if (body !== undefined) headers["Content-Type"] = "application/json";
-    const response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache: "no-store" });
+    const response = await fetch(unscoped ? path : scoped(path), { method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache: "no-store" });
     if (response.status === 401) { askForToken(); throw new Error("the admin token is missing or wrong"); }
     const text = await response.text();
     let json = null;
@@ -114,7 +121,7 @@
 
   // ---------- reasons (GET /v1/reasons) ----------
   async function loadReasons() {
-    const list = await api("GET", "/v1/reasons");
+    const list = await api("GET", "/v1/reasons", undefined, { unscoped: true });
     state.reasons = new Map(list.reasons.map((r) => [r.reason, r]));
     const filterReason = $("f-reason"), faultReason = $("fault-reason");
     filterReason.replaceChildren(new Option("any", ""));
@@ -134,6 +141,45 @@
   $("fault-reason").addEventListener("change", () => {
     const r = state.reasons.get($("fault-reason").value);
     $("fault-explanation").textContent = r ? r.explanation : "";
+  });
+
+  // ---------- the team (GET /v1/teams) ----------
+  // The header names the team the page is for; the picker lists the mock's teams, and choosing one
+  // opens the page again for it (or, "all teams", without ?team=). A mock without teams (an older
+  // one) answers 404 there: the picker stays hidden.
+  function showTeam() {
+    $("team-name").textContent = truncate(TEAM || "all teams", 40);
+    if (TEAM) {
+      document.title = "apns-mock inbox: " + truncate(TEAM, 40);
+      $("clear").title = "DELETE /v1/notifications?team=" + truncate(TEAM, 40) + ": forget this team's records";
+    }
+  }
+  let teamsShown = null;
+  async function loadTeams() {
+    let list;
+    try { list = await api("GET", "/v1/teams", undefined, { unscoped: true }); } catch (error) { return; }
+    const teams = Array.isArray(list && list.teams) ? list.teams : [];
+    const known = teams.some((team) => team.teamId === TEAM);
+    const shown = JSON.stringify([teams.map((team) => [team.teamId, team.apps]), known]);
+    if (shown === teamsShown) return;   // unchanged: leave an open picker alone
+    teamsShown = shown;
+    const picker = $("team-picker");
+    picker.replaceChildren(new Option("all teams", ""));
+    for (const team of teams) {
+      const apps = Array.isArray(team.apps) ? team.apps : [];
+      const label = team.teamId + (apps.length ? " (" + apps[0] + (apps.length > 1 ? ", +" + (apps.length - 1) : "") + ")" : "");
+      picker.add(new Option(truncate(label, 80), team.teamId));
+    }
+    if (TEAM && !known) picker.add(new Option(truncate(TEAM, 40) + " (not a team of this mock)", TEAM));
+    picker.value = TEAM;
+    $("team-name").parentElement.classList.toggle("unknown", TEAM !== "" && !known);
+    $("team-choice").hidden = false;
+  }
+  $("team-picker").addEventListener("change", () => {
+    const url = new URL(location.href);
+    const team = $("team-picker").value;
+    if (team) url.searchParams.set("team", team); else url.searchParams.delete("team");
+    location.assign(url.toString());
   });
 
   // ---------- statistics (GET /v1/stats) ----------
@@ -372,7 +418,11 @@
     parameters.set("outcome", $("f-outcome").value);
     return parameters;
   }
-  function isFiltered() { return [...queryParameters().keys()].length > 1 || $("f-outcome").value !== "all"; }
+  function formFiltered() { return [...queryParameters().keys()].length > 1 || $("f-outcome").value !== "all"; }
+  // Whether the page shows a part of the records whose seqs the counts cannot place: a filter's
+  // matches, or one team's records (spread among every team's seqs).
+  function isFiltered() { return TEAM !== "" || formFiltered(); }
+  function matchingWhat() { return formFiltered() ? "matching the filter" : "of this team"; }
   function filterParameters() {
     const parameters = queryParameters();
     parameters.set("maxRate", String(MAX_RATE));
@@ -404,7 +454,7 @@
     if (state.token) headers["Authorization"] = "Bearer " + state.token;
     setStatus("connecting");
     try {
-      const response = await fetch("/v1/events?" + filterParameters(), { headers, signal: controller.signal, cache: "no-store" });
+      const response = await fetch(scoped("/v1/events?" + filterParameters()), { headers, signal: controller.signal, cache: "no-store" });
       if (response.status === 401) { askForToken(); return; }
       if (!response.ok) {
         let message = response.status + " " + response.statusText;
@@ -571,7 +621,8 @@
     if (!stats) return null;
     const recording = stats.recording;
     return {
-      first: recording.lastSeq - recording.records + 1, last: recording.lastSeq, records: recording.records,
+      // For one team the lowest seq it holds is not known from its counts: the search goes back to 1.
+      first: TEAM ? 1 : recording.lastSeq - recording.records + 1, last: recording.lastSeq, records: recording.records,
       capacity: recording.capacity,
       gone: recording.records >= recording.capacity ? Math.max(0, stats.requests - recording.records) : 0,
     };
@@ -602,11 +653,11 @@
             Math.max(ring.first, 1).toLocaleString() + "–" + (before - 1).toLocaleString() + ", still held by the mock).");
         }
       } else if (state.olderExhausted || before <= ring.first) {
-        if (state.olderExhausted) sentences.push("No older records match the filter.");
+        if (state.olderExhausted) sentences.push(formFiltered() ? "No older records match the filter." : "No older records of this team are held.");
       } else {
         loadable = -1;
-        sentences.push("Older records matching the filter may be held (the mock holds seq " +
-          ring.first.toLocaleString() + "–" + ring.last.toLocaleString() + ").");
+        sentences.push("Older records " + matchingWhat() + " may be held" + (TEAM ? "." : " (the mock holds seq " +
+          ring.first.toLocaleString() + "–" + ring.last.toLocaleString() + ")."));
       }
       if (ring.gone > 0) {
         sentences.push(ring.gone.toLocaleString() + " older record" + (ring.gone === 1 ? " was" : "s were") +
@@ -653,7 +704,7 @@
     const parameters = queryParameters();
     parameters.set("since", String(Math.max(ring.first - 1, before - 1 - 1000, 0)));
     parameters.set("limit", "1000");
-    const href = "/v1/notifications?" + parameters;
+    const href = scoped("/v1/notifications?" + parameters);
     if (link.getAttribute("href") !== href) link.setAttribute("href", href);
 
     // Loaded older records: their range, and what lies between them and the live feed.
@@ -704,7 +755,8 @@
       if (found.length === 0) {
         if (before <= ring.first) state.olderExhausted = true;
         message.textContent = before <= ring.first
-          ? "Nothing older: the mock holds no record before seq " + Math.max(ring.first, 1).toLocaleString() + "."
+          ? (TEAM && !formFiltered() ? "Nothing older: the mock holds no older record of this team."
+            : "Nothing older: the mock holds no record before seq " + Math.max(ring.first, 1).toLocaleString() + ".")
           : "Nothing matched in the " + (20 * window).toLocaleString() + " records looked through; Load older looks further.";
       }
       found = found.slice(-Math.min(OLDER_PAGE, OLDER_MAX - state.older.length));
@@ -1026,7 +1078,7 @@
     try {
       const headers = {};
       if (state.token) headers["Authorization"] = "Bearer " + state.token;
-      const response = await fetch("/v1/notifications/" + seq + ".apns", { headers, cache: "no-store" });
+      const response = await fetch(scoped("/v1/notifications/" + seq + ".apns"), { headers, cache: "no-store" });
       if (!response.ok) {
         let text = response.status + " " + response.statusText;
         try { text = (await response.json()).error || text; } catch (e) { /* keep the status */ }
@@ -1233,13 +1285,15 @@
     }
     connect();
     pollStats();
+    loadTeams();
     loadDevices();
     loadFaults();
   }
 
   fillPushTypes();
+  showTeam();
   drawChart();
   setInterval(() => { if (!state.needToken) pollStats(); }, 1000);
-  setInterval(() => { if (!state.needToken) { loadDevices(); loadFaults(); } }, 5000);
+  setInterval(() => { if (!state.needToken) { loadTeams(); loadDevices(); loadFaults(); } }, 5000);
   start();
 })();
