@@ -33,9 +33,12 @@ function deviceToken() {
 
 /**
  * One push on a session of its own: resolves to {status, apnsId, body} (body parsed when there is
- * one). Gives up after 10 s.
+ * one). Gives up after 10 s. With `team` (a TemporaryTeam) the token is signed with that team's key
+ * and the topic is its first app unless given; else the mock's key (MOCK_KEY_*) and MOCK_TOPIC.
  */
-function push(token, { title = 'Hello', body = 'from the node client tests', topic = env('MOCK_TOPIC') } = {}) {
+function push(token, { title = 'Hello', body = 'from the node client tests', team, topic } = {}) {
+  if (topic === undefined) topic = team ? team.apps[0] : env('MOCK_TOPIC');
+  const authorization = `bearer ${team ? team.providerToken() : providerToken()}`;
   return new Promise((resolve, reject) => {
     const session = http2.connect(env('MOCK_APNS_URL'), { ca: fs.readFileSync(env('MOCK_CA_FILE')) });
     const fail = error => {
@@ -49,7 +52,7 @@ function push(token, { title = 'Hello', body = 'from the node client tests', top
       'apns-topic': topic,
       'apns-push-type': 'alert',
       'apns-priority': '10',
-      authorization: `bearer ${providerToken()}`,
+      authorization,
     });
     let headers = null;
     let text = '';
