@@ -260,6 +260,12 @@ def test_two_teams_on_one_mock_see_only_their_own_pushes(admin):
         assert moved["teamOffsetSeconds"] == 60 and moved["offsetSeconds"] == 60
         assert b.admin.clock()["offsetSeconds"] == 0 and admin.clock()["offsetSeconds"] == 0
 
+        # A scoped reset forgets A's records, in A's view and the unscoped one, and A's clock.
+        a.admin.reset()
+        assert a.admin.notifications(token=token, outcome="all").notifications == []
+        assert admin.notifications(token=token, outcome="all").notifications == []
+        assert a.admin.clock()["offsetSeconds"] == 0
+
 
 def test_one_teams_faults_do_not_touch_another_teams_pushes(admin):
     with admin.temporary_team([_app()]) as a, admin.temporary_team([_app()]) as b:
