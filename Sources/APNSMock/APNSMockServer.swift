@@ -80,8 +80,8 @@ public struct APNSMockServer: Sendable {
             privateKeyPath: configuration.privateKeyPath,
             clientCAPath: configuration.clientCAPath)
         let tokenKeys = try TokenKeys.load(configuration.teams)
-        let state = MockState(configuration: configuration)
-        let routes = Routes(configuration: configuration, tokenKeys: tokenKeys, state: state, logger: logger)
+        let state = MockState(configuration: configuration, tokenKeys: tokenKeys)
+        let routes = Routes(configuration: configuration, state: state, logger: logger)
         let tlsListeners = ListenerAddress.tlsListeners(of: configuration)
         let proxy = configuration.proxy.port.map { ListenerAddress(kind: .proxy, host: configuration.proxy.host, port: $0) }
         let board = ListenerBoard(
@@ -90,7 +90,7 @@ public struct APNSMockServer: Sendable {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, configuration.threads))
         let api = AdminAPI(
             state: state, validator: routes.validator,
-            knownApps: configuration.allowedTopics == .any ? nil : Set(configuration.teams.flatMap(\.apps)),
+            checksApps: configuration.allowedTopics != .any,
             maxConcurrentStreams: Int(configuration.http2.maxConcurrentStreams),
             token: configuration.admin.token,
             caCertificatePEM: Self.caCertificatePEM(configuration),

@@ -143,12 +143,22 @@ public struct GoAwayNotice: Sendable, Codable, Equatable {
     public var debugData: String
     /// When, RFC 3339 with milliseconds (wall clock).
     public var at: String
+    /// The team the connection was bound to, if any (an event stream of one team hears only its own).
+    public var team: String?
 }
 
 /// What event streams hear besides records: both are told as they happen, neither is a record.
 enum ConnectionNotice: Sendable, Equatable {
     case refusedStreams(RefusedStreamsNotice)
     case goAway(GoAwayNotice)
+
+    /// The team of the connection it happened on.
+    var team: String? {
+        switch self {
+        case .refusedStreams(let notice): notice.team
+        case .goAway(let notice): notice.team
+        }
+    }
 }
 
 /// Streams one connection refused in one read: what `/v1/events` tells as `event: refused-streams`
@@ -164,6 +174,8 @@ public struct RefusedStreamsNotice: Sendable, Codable, Equatable {
     public var limit: UInt32
     /// When, RFC 3339 with milliseconds (wall clock).
     public var at: String
+    /// The team the connection was bound to, if any (an event stream of one team hears only its own).
+    public var team: String?
 }
 
 /// The mock's health as `GET /v1/health` tells it.

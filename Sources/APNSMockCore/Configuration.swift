@@ -248,6 +248,8 @@ public struct Configuration: Sendable, Equatable {
     public struct Devices: Sendable, Equatable {
         public var policy: DevicePolicy = .open
         public var tokens: [DeviceEntry] = []
+        /// Whether `policy` was given (a team's devices without one keep the mock's policy).
+        public var policySet = true
 
         public init() {}
 
@@ -658,6 +660,29 @@ extension Configuration {
         }
         for element in elements {
             let fields = try element.mapping(allowing: ["teamId", "apps", "keys"])
+            teams.append(try decodeTeam(
+                fields, teamIDs: &teamIDs, appOwners: &appOwners, keyIDs: &keyIDs, relations: &relations, inlineKeysOnly: false))
+        }
+        try checkRelatedKeys(relations, teams: teams)
+        return teams
+    }
+
+    /// One team's `teamId`, `apps` and `keys` (a `teams` element of the configuration, or the body
+    /// of `POST /v1/teams`), checked against the teams, apps and keys read before it.
+    static func decodeRegistrationTeam<N>(
+        _ fields: Mapping<N>, teamIDs: inout Set<String>, appOwners: inout [String: String], keyIDs: inout Set<String>,
+        relations: inout [(key: Key, team: String, field: Field<N>)]
+    ) throws(ConfigurationError) -> Team {
+        let team = try decodeTeam(
+            fields, teamIDs: &teamIDs, appOwners: &appOwners, keyIDs: &keyIDs, relations: &relations, inlineKeysOnly: true)
+        try checkRelatedKeys(relations, teams: [team])
+        return team
+    }
+
+    private static func decodeTeam<N>(
+        _ fields: Mapping<N>, teamIDs: inout Set<String>, appOwners: inout [String: String], keyIDs: inout Set<String>,
+        relations: inout [(key: Key, team: String, field: Field<N>)], inlineKeysOnly: Bool
+    ) throws(ConfigurationError) -> Team {
             let teamIdField = try fields.required("teamId")
             let teamId = try appleIdentifier(teamIdField, what: "team ID")
             guard teamIDs.insert(teamId).inserted else {
@@ -681,6 +706,9 @@ extension Configuration {
             var keys: [Key] = []
             if let keysField = fields.optional("keys") {
                 for keyElement in try keysField.elements() {
+                    if inlineKeysOnly, let path = try keyElement.mapping(allowing: keyFieldNames).optional("path") {
+                        throw path.error(.invalidValue, "give the key inline as pem: the admin API reads no files")
+                    }
                     let key = try decodeKey(keyElement, apps: apps)
                     guard keyIDs.insert(key.keyId).inserted else {
                         let keyIdField = try keyElement.mapping(allowing: keyFieldNames).required("keyId")
@@ -692,10 +720,7 @@ extension Configuration {
                     }
                 }
             }
-            teams.append(Team(teamId: teamId, apps: apps, keys: keys))
-        }
-        try checkRelatedKeys(relations, teams: teams)
-        return teams
+            return Team(teamId: teamId, apps: apps, keys: keys)
     }
 
     /// What Apple refuses of related keys: a related key must exist, be of the same team and the
@@ -948,5 +973,49 @@ extension BroadcastChannel {
             policy = MessageStoragePolicy(rawValue: try value.integer(in: 0...1))!
         }
         return (bundleID, environment, id, policy)
+    }
+}
+
+extension Configuration.Team {
+    /// Decodes and checks a team from the admin API's body (`POST /v1/teams`): `teamId`, `apps` and
+    /// `keys` by the rules of the configuration's `teams` (keys only inline, as `pem`), and
+    /// `devices` (`policy`, `tokens`) by the rules of its `devices`, each token's `topic` one of
+    /// the team's apps. Errors name the field and have no file. Whether the team, its apps or its
+    /// keys clash with the mock's other teams is the caller's to check.
+    public static func decodeRegistration(
+        json: JSONValue, strictTokens: Bool = false
+    ) throws(ConfigurationError) -> (team: Configuration.Team, devices: Configuration.Devices?) {
+        let field = Field(node: json, path: "", file: nil)
+        let fields = try field.mapping(allowing: ["teamId", "apps", "keys", "devices"])
+        var teamIDs: Set<String> = []
+        var appOwners: [String: String] = [:]
+        var keyIDs: Set<String> = []
+        var relations: [(key: Configuration.Key, team: String, field: Field<JSONValue>)] = []
+        let team = try Configuration.decodeRegistrationTeam(
+            fields, teamIDs: &teamIDs, appOwners: &appOwners, keyIDs: &keyIDs, relations: &relations)
+        var devices: Configuration.Devices?
+        if let devicesField = fields.optional("devices") {
+            let deviceFields = try devicesField.mapping(allowing: ["policy", "tokens"])
+            var decoded = Configuration.Devices()
+            var policySet = false
+            if let policy = deviceFields.optional("policy") {
+                decoded.policy = try policy.oneOf(DevicePolicy.self)
+                policySet = true
+            }
+            if let tokens = deviceFields.optional("tokens") {
+                var seen: Set<String> = []
+                for element in try tokens.elements() {
+                    let entry = try DeviceEntry.decode(element, strictTokens: strictTokens, knownApps: Set(team.apps))
+                    guard seen.insert(entry.token).inserted else {
+                        let tokenField = try element.mapping(allowing: DeviceEntry.fieldNames).required("token")
+                        throw tokenField.error(.duplicate, "token \(entry.token) is listed twice")
+                    }
+                    decoded.tokens.append(entry)
+                }
+            }
+            devices = decoded
+            devices?.policySet = policySet
+        }
+        return (team, devices)
     }
 }

@@ -15,10 +15,38 @@ public struct AdminClient: Sendable {
     public let baseURL: String
     /// Sent as `Authorization: Bearer …` when the mock was configured with `admin.token`.
     public var token: String?
+    /// The team every call acts on (sent as `APNS-Mock-Team`); `nil`: the whole mock
+    /// (docs/teams.md).
+    public var team: String?
 
-    public init(baseURL: String, token: String? = nil) {
+    public init(baseURL: String, token: String? = nil, team: String? = nil) {
         self.baseURL = baseURL
         self.token = token
+        self.team = team
+    }
+
+    /// The same client, acting on one team's namespace: its records, counts, devices, faults,
+    /// channels and clock.
+    public func forTeam(_ teamID: String) -> AdminClient {
+        AdminClient(baseURL: baseURL, token: token, team: teamID)
+    }
+
+    /// `GET /v1/teams`.
+    public func teams() async throws -> [TeamView] {
+        let response = try await request("GET", "/v1/teams")
+        return try response.decode(TeamList.self, expecting: [200]).teams
+    }
+
+    /// `POST /v1/teams` with a team body (docs/teams.md): `teamId`, `apps`, `keys` (PEM inline),
+    /// `devices`.
+    public func addTeam(json: String) async throws -> TeamView {
+        let response = try await request("POST", "/v1/teams", body: Data(json.utf8))
+        return try response.decode(TeamView.self, expecting: [201])
+    }
+
+    /// `DELETE /v1/teams/{teamId}`.
+    public func removeTeam(_ teamID: String) async throws {
+        try await request("DELETE", "/v1/teams/\(Self.segment(teamID))").expect([204])
     }
 
     /// `GET /v1/notifications`.
@@ -239,6 +267,7 @@ public struct AdminClient: Sendable {
         request.httpMethod = method
         request.timeoutInterval = 330
         if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        if let team { request.setValue(team, forHTTPHeaderField: "APNS-Mock-Team") }
         if let body {
             request.httpBody = body
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")

@@ -14,7 +14,7 @@ struct AdminAPIContractTests {
     static func routes() -> [String] {
         let configuration = ServerConfiguration()
         return AdminAPI(
-            state: MockState(configuration: configuration), validator: Validator(), knownApps: nil, maxConcurrentStreams: 1000,
+            state: MockState(configuration: configuration), validator: Validator(), checksApps: false, maxConcurrentStreams: 1000,
             token: nil, caCertificatePEM: nil, health: { .stopping(nil) }
         ).routeDescriptions()
     }

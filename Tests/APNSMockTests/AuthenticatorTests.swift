@@ -10,11 +10,13 @@ struct AuthenticatorTests {
     /// An authenticator with a clock and token registry of its own (a mock's, shared by its
     /// connections); `settings` default.
     static func authenticator(
-        settings: ValidationSettings = ValidationSettings(), clock: MockClock = MockClock(), tokens: TokenRegistry = TokenRegistry()
+        settings: ValidationSettings = ValidationSettings(), clock: MockClock = MockClock()
     ) throws -> Authenticator {
-        Authenticator(
-            keys: try TokenKeys.load([MockHarness.demoTeam()]), settings: settings, tokenUpdateInterval: 1200,
-            fallbackTopics: .bundleIDs(["com.example.app"]), narrowsTopics: true, clock: clock, tokens: tokens)
+        let team = try MockHarness.demoTeam()
+        return Authenticator(
+            teams: TeamRegistry(configured: [team], keys: try TokenKeys.load([team]), globalClock: clock, faultSeed: nil),
+            settings: settings, tokenUpdateInterval: 1200,
+            fallbackTopics: .bundleIDs(["com.example.app"]), narrowsTopics: true)
     }
 
     @Test func expiryIsCheckedOnEveryRequestOfTheBoundToken() throws {
@@ -87,7 +89,7 @@ struct AuthenticatorTests {
 
         // Answered ExpiredProviderToken (here as a fault would): the next token is welcome, and the
         // old one is expired from now on.
-        state.tokenExpired(registry: authenticator.tokens, clock: authenticator.clock)
+        state.tokenExpired()
         let stale = authenticator.authenticate(authorization: first, environment: .sandbox, now: iat + 61, state: &state)
         #expect(stale.failure?.reason == .expiredProviderToken)
         let refreshed = authenticator.authenticate(authorization: second, environment: .sandbox, now: iat + 61, state: &state)
@@ -157,7 +159,7 @@ struct AuthenticatorTests {
         #expect(authenticator.authenticate(authorization: other, environment: .sandbox, now: iat + 5, state: &unrelated).failure == nil)
 
         // A fault answers ExpiredProviderToken on the push connection.
-        push.tokenExpired(registry: authenticator.tokens, clock: authenticator.clock)
+        push.tokenExpired()
         // The management connection is told the same for the same token...
         let stale = authenticator.authenticate(authorization: shared, environment: .sandbox, now: iat + 6, state: &management)
         #expect(stale.failure?.reason == .expiredProviderToken)
@@ -181,19 +183,19 @@ struct AuthenticatorTests {
         let iat = Int64(Date().timeIntervalSince1970)
         let held = try Self.sign(iat: String(iat)), signedLater = try Self.sign(iat: String(iat + 1))
         var state = ConnectionAuth()
-        #expect(authenticator.authenticate(authorization: held, environment: .sandbox, now: authenticator.now(), state: &state).failure == nil)
+        #expect(authenticator.authenticate(authorization: held, environment: .sandbox, now: clock.nowSeconds(), state: &state).failure == nil)
         #expect(clock.advance(seconds: 3601) == 3601)
-        let expired = authenticator.authenticate(authorization: held, environment: .sandbox, now: authenticator.now(), state: &state)
+        let expired = authenticator.authenticate(authorization: held, environment: .sandbox, now: clock.nowSeconds(), state: &state)
         #expect(expired.failure?.reason == .expiredProviderToken)
-        let renewed = authenticator.authenticate(authorization: signedLater, environment: .sandbox, now: authenticator.now(), state: &state)
+        let renewed = authenticator.authenticate(authorization: signedLater, environment: .sandbox, now: clock.nowSeconds(), state: &state)
         #expect(renewed.failure == nil)
         #expect(renewed.summary.iat == iat + 1, "the record shows the iat the client wrote")
         // Twenty minutes on the mock's clock later, another token is allowed again.
         let third = try Self.sign(iat: String(iat + 2))
-        #expect(authenticator.authenticate(authorization: third, environment: .sandbox, now: authenticator.now(), state: &state).failure?.reason
+        #expect(authenticator.authenticate(authorization: third, environment: .sandbox, now: clock.nowSeconds(), state: &state).failure?.reason
             == .tooManyProviderTokenUpdates)
         #expect(clock.advance(seconds: 1200) != nil)
-        #expect(authenticator.authenticate(authorization: third, environment: .sandbox, now: authenticator.now(), state: &state).failure == nil)
+        #expect(authenticator.authenticate(authorization: third, environment: .sandbox, now: clock.nowSeconds(), state: &state).failure == nil)
         #expect(clock.advance(seconds: MockClock.maximumOffsetSeconds) == nil, "ten years at most")
     }
 
@@ -243,8 +245,8 @@ struct AuthenticatorTests {
         var team = Configuration.Team.demo
         team.keys = [Configuration.Key(keyId: "DEMOKEY001", path: file.path)]
         let authenticator = Authenticator(
-            keys: try TokenKeys.load([team]), settings: ValidationSettings(), tokenUpdateInterval: 1200,
-            fallbackTopics: .any, narrowsTopics: true, clock: MockClock(), tokens: TokenRegistry())
+            teams: TeamRegistry(configured: [team], keys: try TokenKeys.load([team]), globalClock: MockClock(), faultSeed: nil),
+            settings: ValidationSettings(), tokenUpdateInterval: 1200, fallbackTopics: .any, narrowsTopics: true)
         let now = Int64(Date().timeIntervalSince1970)
         let token = try ProviderTokenSigner.token(keyPEM: pem, teamID: "DEMOTEAM01", keyID: "DEMOKEY001", issuedAt: Int(now))
         var state = ConnectionAuth()

@@ -19,9 +19,9 @@ struct PipelineHarness {
         var configuration = ServerConfiguration()
         configuration.teams = [try MockHarness.demoTeam()]
         configure(&configuration)
-        state = MockState(configuration: configuration)
+        state = MockState(configuration: configuration, tokenKeys: try TokenKeys.load(configuration.teams))
         routes = Routes(
-            configuration: configuration, tokenKeys: try TokenKeys.load(configuration.teams), state: state,
+            configuration: configuration, state: state,
             logger: Self.noLogger)
         connection = ConnectionMemo(state: state)
     }
@@ -257,10 +257,10 @@ struct PolicyTests {
         let policy = Policy(state: mock.state, shrinksStreamsAfterRejection: false)
         let request = PipelineHarness.devicePush()
         var first = try Self.verdict(&mock, request)
-        _ = policy.applyRules(to: &first, request: request, context: mock.context, requestNumber: 1)
+        _ = policy.applyRules(to: &first, request: request, context: mock.context, requestNumber: 1, team: nil)
         #expect(first.rejection == nil)
         var second = try Self.verdict(&mock, request)
-        _ = policy.applyRules(to: &second, request: request, context: mock.context, requestNumber: 2)
+        _ = policy.applyRules(to: &second, request: request, context: mock.context, requestNumber: 2, team: nil)
         #expect(second.rejection?.reason == .tooManyRequests && second.status == 429)
     }
 
@@ -271,7 +271,7 @@ struct PolicyTests {
         let request = PipelineHarness.devicePush()
         var verdict = try Self.verdict(&mock, request)
         let id = verdict.answerID
-        var actions = policy.applyRules(to: &verdict, request: request, context: mock.context, requestNumber: 1)
+        var actions = policy.applyRules(to: &verdict, request: request, context: mock.context, requestNumber: 1, team: nil)
         #expect(verdict.rejection?.reason == .badDeviceToken && verdict.answerID == id && actions.faultMatched)
         policy.settle(&actions, verdict: verdict, connection: &mock.connection)
         #expect(actions.streamLimit == .one)
@@ -297,7 +297,7 @@ struct RecorderTests {
         let verdict = try PolicyTests.verdict(&mock, request)
         #expect(verdict.rejection?.reason == .topicDisallowed)
         let seq = recorder.record(
-            verdict, actions: actions, request: request, stream: RequestStream(id: 5), context: mock.context,
+            verdict, actions: actions, request: request, stream: RequestStream(id: 5), context: mock.context, team: nil,
             connection: &mock.connection)
         let record = try #require(mock.state.records.record(seq))
         #expect(record.status == nil && record.rejection == nil && record.action == .tcpReset && record.injected)
@@ -312,7 +312,7 @@ struct RecorderTests {
         let verdict = api.decide(request, context: mock.context, state: &mock.connection)
         #expect(verdict.storeChange == nil && verdict.status == 200)
         let seq = recorder.record(
-            verdict, actions: Effects.Actions(), request: request, stream: RequestStream(id: 1), context: mock.context,
+            verdict, actions: Effects.Actions(), request: request, stream: RequestStream(id: 1), context: mock.context, team: nil,
             connection: &mock.connection)
         let record = try #require(mock.state.records.record(seq))
         #expect(record.kind == RecordKind.channel && record.status == 200 && record.broadcast?.operation == .list)
@@ -326,7 +326,7 @@ struct RecorderTests {
         let verdict = try PolicyTests.verdict(&mock, request)
         let before = mock.state.statistics.snapshot(openConnections: 0, totalConnections: 0, records: mock.state.records)
         let seq = recorder.record(
-            verdict, actions: Effects.Actions(), request: request, stream: RequestStream(id: 1), context: mock.context,
+            verdict, actions: Effects.Actions(), request: request, stream: RequestStream(id: 1), context: mock.context, team: nil,
             connection: &mock.connection)
         #expect(seq == 0 && mock.state.records.lastSeq == 0)
         let after = mock.state.statistics.snapshot(openConnections: 0, totalConnections: 0, records: mock.state.records)

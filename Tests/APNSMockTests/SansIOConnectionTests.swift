@@ -24,9 +24,9 @@ struct SansIOConnectionTests {
             var configuration = ServerConfiguration()
             configuration.teams = [try MockHarness.demoTeam()]
             configure(&configuration)
-            state = MockState(configuration: configuration)
+            state = MockState(configuration: configuration, tokenKeys: try TokenKeys.load(configuration.teams))
             routes = Routes(
-                configuration: configuration, tokenKeys: try TokenKeys.load(configuration.teams), state: state,
+                configuration: configuration, state: state,
                 logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
         }
 

@@ -260,7 +260,7 @@ extension BroadcastContext {
         state: inout ConnectionMemo, channels: any ChannelBackend, settings: BroadcastSettings, validation: ValidationSettings
     ) -> (AuthenticationResult, BroadcastContext) {
         let auth = authenticator.authenticate(
-            authorization: request.authorization, environment: environment, now: authenticator.now(), state: &state.auth)
+            authorization: request.authorization, environment: environment, state: &state.auth)
         let registry = state.channels.refreshed(from: channels.registry)
         let context = BroadcastContext(
             environment: environment, allowedTopics: auth.allowedTopics, authenticationFailure: auth.failure,

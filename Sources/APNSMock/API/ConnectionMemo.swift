@@ -19,7 +19,7 @@ struct ConnectionContext: Sendable {
 /// shared state. Never shared between connections, so it needs no lock.
 struct ConnectionMemo {
     var random = FastRandom()
-    var devices: VersionedSnapshot<DeviceRegistry>
+    var devices: LayeredDevices
     var channels: VersionedSnapshot<ChannelRegistry>
     var memo = ValidationMemo()
     /// The validator's context for the request being decided (``DeviceAPI``), kept between
@@ -37,7 +37,7 @@ struct ConnectionMemo {
     var requestCount = 0
 
     init(state: MockState) {
-        devices = VersionedSnapshot(state.devices)
+        devices = LayeredDevices(VersionedSnapshot(state.devices))
         channels = VersionedSnapshot(state.channels.registry)
     }
 
@@ -67,5 +67,39 @@ struct ConnectionMemo {
             }
         }
         return context.sniEnvironment ?? fallback
+    }
+}
+
+/// The device registry a connection's requests see: the mock's (a ``VersionedSnapshot``) with the
+/// request's team's own entries over it (``DeviceRegistry/overlaid(by:policy:)``). The two are
+/// merged only when either changed or the team did; a request pays two atomic loads and an
+/// identity check.
+struct LayeredDevices {
+    private var global: VersionedSnapshot<DeviceRegistry>
+    /// The team the merged registry is for, and its devices' version then.
+    private var team: TeamSpace?
+    private var teamVersion: UInt64 = 0
+    private var globalVersion: UInt64 = 0
+    private var merged: DeviceRegistry?
+
+    init(_ global: VersionedSnapshot<DeviceRegistry>) {
+        self.global = global
+    }
+
+    /// The registry for a request of `team` (`nil`: no team), refreshed from `store` and the team's
+    /// devices if either changed.
+    mutating func refreshed(from store: some VersionedBackend<DeviceRegistry>, team space: TeamSpace?) -> DeviceRegistry {
+        let base = global.refreshed(from: store)
+        guard let space, space.hasOwnDevices else { return base }
+        let version = space.devices.version
+        if let merged, space === team, version == teamVersion, global.version == globalVersion {
+            return merged
+        }
+        let result = base.overlaid(by: space.devices.current, policy: space.devicePolicy)
+        team = space
+        teamVersion = version
+        globalVersion = global.version
+        merged = result
+        return result
     }
 }

@@ -77,13 +77,13 @@ final class DeviceAPI: DecidingAPI {
     func decide(_ request: borrowing PushRequest, context: ConnectionContext, state: inout ConnectionMemo) -> DeviceVerdict {
         let environment = state.environment(of: request, context: context, fallback: defaultEnvironment)
         let auth = authenticator.authenticate(
-            authorization: request.authorization, environment: environment, now: authenticator.now(), state: &state.auth)
+            authorization: request.authorization, environment: environment, state: &state.auth)
         // The connection's context is updated in place: building one per request copied it whole
         // and destroyed it twice (about 300 instructions). `registerCopy()`: a `String?` copied
         // field to field is one retain through it (docs/speed-idioms.md), not Optional's witness.
         state.validation.update(
             environment: environment, allowedTopics: auth.allowedTopics, certificateTopic: auth.certificateTopic.registerCopy(),
-            authenticationFailure: auth.failure, devices: state.devices.refreshed(from: devices),
+            authenticationFailure: auth.failure, devices: state.devices.refreshed(from: devices, team: state.auth.space),
             authenticatedWithCertificate: state.auth.certificate != nil)
         // The channels change rarely: the context takes a new snapshot only when they did.
         let channelsVersion = channelRegistry.version

@@ -111,13 +111,16 @@ struct Pipeline: Sendable {
         _ verdict: inout V, request: borrowing PushRequest, stream: RequestStream, context: ConnectionContext,
         connection: inout ConnectionMemo
     ) -> Effects {
+        // The request's team (its token's or certificate's), read once for both stages.
+        let team = connection.auth.space
         var actions = policy.applyRules(
-            to: &verdict, request: request, context: context, requestNumber: connection.requestCount)
+            to: &verdict, request: request, context: context, requestNumber: connection.requestCount, team: team)
         if actions.answers, let change = verdict.storeChange {
             verdict.settle(change.carryOut(on: policy.state))
         }
         policy.settle(&actions, verdict: verdict, connection: &connection)
-        let seq = recorder.record(verdict, actions: actions, request: request, stream: stream, context: context, connection: &connection)
+        let seq = recorder.record(
+            verdict, actions: actions, request: request, stream: stream, context: context, team: team, connection: &connection)
         return Effects(verdict.response, actions: actions, recordSeq: seq)
     }
 }

@@ -59,11 +59,10 @@ struct Routes: Sendable {
     /// The device API's validator, which the admin API's record rendering shares.
     let validator: Validator
 
-    init(configuration: ServerConfiguration, tokenKeys: TokenKeys, state: MockState, logger: Logger) {
+    init(configuration: ServerConfiguration, state: MockState, logger: Logger) {
         let authenticator = Authenticator(
-            keys: tokenKeys, settings: configuration.validation, tokenUpdateInterval: configuration.tokenUpdateInterval,
-            fallbackTopics: configuration.allowedTopics, narrowsTopics: configuration.allowedTopics != .any,
-            clock: state.clock, tokens: state.tokens)
+            teams: state.teams, settings: configuration.validation, tokenUpdateInterval: configuration.tokenUpdateInterval,
+            fallbackTopics: configuration.allowedTopics, narrowsTopics: configuration.allowedTopics != .any)
         let pipeline = Pipeline(
             policy: Policy(state: state, shrinksStreamsAfterRejection: configuration.shrinkStreamsAfterRejection),
             recorder: Recorder(state: state, logger: logger))

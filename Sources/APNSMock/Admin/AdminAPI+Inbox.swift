@@ -13,10 +13,14 @@ extension AdminAPI {
         for (key, value) in request.uri.queryParameters {
             values[String(key)] = String(value)
         }
-        let parsed: EventStreamRequest
+        var parsed: EventStreamRequest
         switch EventStreamRequest.parse(parameters: values, lastEventID: Self.lastEventID(request)) {
         case .failure(let error): return Self.error(.badRequest, error.message)
         case .success(let value): parsed = value
+        }
+        switch scope(request, queryTeam: parsed.filter.team) {
+        case .failure(let refusal): return refusal.response
+        case .success(let scope): parsed.filter.team = scope.space?.teamID
         }
         guard eventStreams.reserve() else {
             return Self.error(
@@ -53,11 +57,13 @@ extension AdminAPI {
     /// `GET /v1/notifications/{seq}.apns`: the record's payload as a file for
     /// `xcrun simctl push booted <file>`, with `"Simulator Target Bundle"` set to the topic's
     /// bundle ID.
-    func exportAPNS(_ text: String) -> Response {
+    func exportAPNS(_ text: String, scope: Scope) -> Response {
         guard let seq = UInt64(text), seq >= 1 else {
             return Self.error(.badRequest, "seq: expected a record's seq, an integer from 1 to \(UInt64.max)")
         }
-        guard let record = state.records.record(seq) else {
+        guard let record = state.records.record(seq),
+              scope.space.map({ record.shape.auth.teamId == $0.teamID }) ?? true
+        else {
             return Self.error(.notFound, "seq: no record \(seq) in the ring (not recorded yet, evicted or deleted)")
         }
         let request = record.request

@@ -11,8 +11,9 @@ struct AdminAPI: Sendable {
     let state: MockState
     /// Renders records (a rejected record's lint is computed when it is read).
     let validator: Validator
-    /// The apps a device or channel may name (`nil`: any, under `validation.topicPolicy: any`).
-    let knownApps: Set<String>?
+    /// Whether a device or channel must name an app of a team (`validation.topicPolicy: teams`);
+    /// ``knownApps(in:)`` says which.
+    let checksApps: Bool
     /// The server's MAX_CONCURRENT_STREAMS: a `shrink-streams` rule may only go below it.
     let maxConcurrentStreams: Int
     let token: String?
@@ -59,50 +60,79 @@ struct AdminAPI: Sendable {
         }
         router.get("/v1/notifications") { request, _ in api.notifications(request) }
         router.get("/v1/notifications/wait") { request, _ in await api.wait(request) }
-        router.get("/v1/notifications/{seq}.apns") { _, context in api.exportAPNS(context.parameters.get("seq") ?? "") }
+        router.get("/v1/notifications/{seq}.apns") { request, context in
+            await api.scoped(request) { scope in api.exportAPNS(context.parameters.get("seq") ?? "", scope: scope) }
+        }
         router.get("/v1/events") { request, _ in api.events(request) }
         router.get("/v1/reasons") { _, _ in api.reasons() }
         router.get("/") { _, _ in InboxPage.response(status: .ok) }
-        router.delete("/v1/notifications") { _, _ in
-            api.state.records.removeAll()
-            // The counts /v1/stats and the inbox show summarise the records: they start again too.
-            api.state.statistics.resetCounts()
-            return Response(status: .noContent)
+        router.delete("/v1/notifications") { request, _ in
+            await api.scoped(request) { scope in
+                // The counts /v1/stats and the inbox show summarise the records: they start again too.
+                if let space = scope.space { api.state.removeRecords(team: space) } else { api.state.removeRecords() }
+                return Response(status: .noContent)
+            }
         }
-        router.get("/v1/stats") { _, _ in
-            Self.json(.ok, api.state.statistics.snapshot(
-                openConnections: api.state.connections.open, totalConnections: api.state.connections.total,
-                records: api.state.records))
+        router.get("/v1/stats") { request, _ in
+            await api.scoped(request) { scope in
+                if let space = scope.space { return Self.json(.ok, api.statistics(of: space)) }
+                return Self.json(.ok, api.state.statistics.snapshot(
+                    openConnections: api.state.connections.open, totalConnections: api.state.connections.total,
+                    records: api.state.records))
+            }
         }
-        router.get("/metrics") { _, _ in
-            let text = api.state.statistics.prometheusText(
-                openConnections: api.state.connections.open, evictions: api.state.records.evictions)
-            return Response(
-                status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
-                body: .init(byteBuffer: ByteBuffer(string: text)))
+        router.get("/metrics") { request, _ in
+            await api.scoped(request) { scope in
+                let text: String
+                if let space = scope.space {
+                    text = Self.teamMetrics([space])
+                } else {
+                    text = api.state.statistics.prometheusText(
+                        openConnections: api.state.connections.open, evictions: api.state.records.evictions)
+                        + Self.teamMetrics(api.state.teams.all)
+                }
+                return Response(
+                    status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+                    body: .init(byteBuffer: ByteBuffer(string: text)))
+            }
         }
-        router.get("/v1/devices") { _, _ in api.listDevices() }
-        router.post("/v1/devices") { request, _ in try await api.addDevice(request) }
-        router.delete("/v1/devices/:token") { _, context in api.removeDevice(context.parameters.get("token") ?? "") }
+        router.get("/v1/devices") { request, _ in await api.scoped(request) { api.listDevices(scope: $0) } }
+        router.post("/v1/devices") { request, _ in try await api.scoped(request) { try await api.addDevice(request, scope: $0) } }
+        router.delete("/v1/devices/:token") { request, context in
+            await api.scoped(request) { api.removeDevice(context.parameters.get("token") ?? "", scope: $0) }
+        }
         router.post("/v1/devices/:token/unregister") { request, context in
-            try await api.unregister(request, token: context.parameters.get("token") ?? "")
+            try await api.scoped(request) { scope in
+                try await api.unregister(request, token: context.parameters.get("token") ?? "", scope: scope)
+            }
         }
-        router.get("/v1/faults") { _, _ in Self.json(.ok, FaultList(faults: api.state.faults.entries.map(FaultView.init))) }
-        router.post("/v1/faults") { request, _ in try await api.addFault(request) }
-        router.delete("/v1/faults") { _, _ in
-            api.state.faults.removeAll()
-            return Response(status: .noContent)
+        router.get("/v1/faults") { request, _ in
+            await api.scoped(request) { scope in
+                Self.json(.ok, FaultList(faults: api.faults(in: scope).entries.map(FaultView.init)))
+            }
         }
-        router.delete("/v1/faults/:id") { _, context in
-            api.state.faults.remove(id: context.parameters.get("id") ?? "")
-                ? Response(status: .noContent) : Self.error(.notFound, "id: no fault rule with this id")
+        router.post("/v1/faults") { request, _ in try await api.scoped(request) { try await api.addFault(request, scope: $0) } }
+        router.delete("/v1/faults") { request, _ in
+            await api.scoped(request) { scope in
+                api.faults(in: scope).removeAll()
+                return Response(status: .noContent)
+            }
+        }
+        router.delete("/v1/faults/:id") { request, context in
+            await api.scoped(request) { scope in
+                api.faults(in: scope).remove(id: context.parameters.get("id") ?? "")
+                    ? Response(status: .noContent) : Self.error(.notFound, "id: no fault rule with this id")
+            }
         }
         addChannelRoutes(to: router)
-        router.get("/v1/clock") { _, _ in Self.json(.ok, api.clockView()) }
-        router.post("/v1/clock") { request, _ in try await api.advanceClock(request) }
-        router.post("/v1/reset") { _, _ in
-            api.state.reset()
-            return Response(status: .noContent)
+        addTeamRoutes(to: router)
+        router.get("/v1/clock") { request, _ in await api.scoped(request) { Self.json(.ok, api.clockView(scope: $0)) } }
+        router.post("/v1/clock") { request, _ in try await api.scoped(request) { try await api.advanceClock(request, scope: $0) } }
+        router.post("/v1/reset") { request, _ in
+            await api.scoped(request) { scope in
+                if let space = scope.space { api.state.reset(team: space) } else { api.state.reset() }
+                return Response(status: .noContent)
+            }
         }
         return router
     }
@@ -132,23 +162,31 @@ struct AdminAPI: Sendable {
     // MARK: Notifications
 
     /// The query of a request, or the 400 naming the parameter.
-    private func parseQuery(_ request: Request, extra: Set<String> = []) -> Result<(RecordQuery, [String: String]), AdminError> {
+    /// The query of a request (its team from `?team=` or the header), or the refusal naming the
+    /// parameter.
+    private func parseQuery(_ request: Request, extra: Set<String> = []) -> Result<(RecordQuery, [String: String]), AdminRefusal> {
         var values: [String: String] = [:]
         for (key, value) in request.uri.queryParameters {
             // Hummingbird has already removed the percent-encoding.
             values[String(key)] = String(value)
         }
+        var query: RecordQuery
         do {
-            return .success((try RecordQuery(parameters: values, extra: extra), values))
+            query = try RecordQuery(parameters: values, extra: extra)
         } catch {
-            return .failure(AdminError(error.message))
+            return .failure(AdminRefusal(.badRequest, error.message))
         }
+        switch scope(request, queryTeam: query.filter.team) {
+        case .failure(let refusal): return .failure(refusal)
+        case .success(let scope): query.filter.team = scope.space?.teamID
+        }
+        return .success((query, values))
     }
 
     func notifications(_ request: Request) -> Response {
         switch parseQuery(request) {
-        case .failure(let error):
-            return Self.error(.badRequest, error.message)
+        case .failure(let refusal):
+            return refusal.response
         case .success(let (query, _)):
             let (records, next) = state.records.query(
                 since: query.since ?? 0, filter: query.filter, limit: query.limit ?? RecordQuery.defaultLimit)
@@ -158,8 +196,8 @@ struct AdminAPI: Sendable {
 
     func wait(_ request: Request) async -> Response {
         switch parseQuery(request, extra: ["count", "timeout"]) {
-        case .failure(let error):
-            return Self.error(.badRequest, error.message)
+        case .failure(let refusal):
+            return refusal.response
         case .success(let (query, values)):
             var count = 1
             if let text = values["count"] {
@@ -190,14 +228,25 @@ struct AdminAPI: Sendable {
 
     // MARK: Devices
 
-    func listDevices() -> Response {
-        let registry = state.devices.current
+    /// The device entries `scope` changes: the mock's, or a team's own.
+    func devices(in scope: Scope) -> any VersionedBackend<DeviceRegistry> {
+        scope.space?.devices ?? state.devices
+    }
+
+    func faults(in scope: Scope) -> any FaultBackend {
+        scope.space?.faults ?? state.faults
+    }
+
+    /// A team's list shows its own entries, and the policy its pushes get (its own, else the mock's).
+    func listDevices(scope: Scope) -> Response {
+        let registry = devices(in: scope).current
+        let policy = scope.space.map { $0.devicePolicy ?? state.devices.current.policy } ?? registry.policy
         return Self.json(.ok, DeviceList(
-            policy: registry.policy.rawValue,
+            policy: policy.rawValue,
             devices: registry.entries.sorted { $0.token < $1.token }.map(DeviceView.init)))
     }
 
-    func addDevice(_ request: Request) async throws -> Response {
+    func addDevice(_ request: Request, scope: Scope) async throws -> Response {
         let body: JSONValue
         switch try await Self.jsonBody(request) {
         case .failure(let error): return Self.error(.badRequest, error.message)
@@ -205,24 +254,25 @@ struct AdminAPI: Sendable {
         }
         let entry: DeviceEntry
         do {
-            entry = try DeviceEntry.decode(json: body, strictTokens: validator.settings.strictDeviceTokens)
+            entry = try DeviceEntry.decode(
+                json: body, strictTokens: validator.settings.strictDeviceTokens, knownApps: scope.space?.apps)
         } catch {
             return Self.error(.badRequest, error.description)
         }
-        let replaced = state.devices.update { $0.register(entry) }
+        let replaced = devices(in: scope).update { $0.register(entry) }
         return Self.json(replaced == nil ? .created : .ok, DeviceView(entry))
     }
 
-    func removeDevice(_ token: String) -> Response {
-        let removed = state.devices.update { $0.remove(token: token) }
+    func removeDevice(_ token: String, scope: Scope) -> Response {
+        let removed = devices(in: scope).update { $0.remove(token: token) }
         return removed == nil ? Self.error(.notFound, "token: no device with this token") : Response(status: .noContent)
     }
 
-    func unregister(_ request: Request, token: String) async throws -> Response {
+    func unregister(_ request: Request, token: String, scope: Scope) async throws -> Response {
         guard DeviceToken.isWellFormed(token.utf8, strict: validator.settings.strictDeviceTokens) else {
             return Self.error(.badRequest, "token: \"\(token)\" is not a well-formed device token")
         }
-        var timestamp = state.clock.nowMilliseconds()
+        var timestamp = scope.space?.clock.nowMilliseconds() ?? state.clock.nowMilliseconds()
         var reason = UnregistrationReason.unregistered
         var collected = request
         let buffer = try await collected.collectBody(upTo: Self.bodyLimit)
@@ -259,7 +309,7 @@ struct AdminAPI: Sendable {
                 }
             }
         }
-        let entry = state.devices.update { registry -> DeviceEntry? in
+        let entry = devices(in: scope).update { registry -> DeviceEntry? in
             registry.unregister(token: token, at: timestamp, reason: reason)
             return registry.entry(for: token)
         }
@@ -269,16 +319,18 @@ struct AdminAPI: Sendable {
 
     // MARK: Clock
 
-    func clockView() -> ClockView {
-        let wall = MockClock.wallMilliseconds(), offset = state.clock.offsetSeconds
+    func clockView(scope: Scope) -> ClockView {
+        let wall = MockClock.wallMilliseconds()
+        let offset = scope.space?.clock.offsetSeconds ?? state.clock.offsetSeconds
         return ClockView(
             offsetSeconds: offset, now: Timestamp.rfc3339(milliseconds: wall + offset * 1000),
-            wallClock: Timestamp.rfc3339(milliseconds: wall))
+            wallClock: Timestamp.rfc3339(milliseconds: wall), team: scope.space?.teamID,
+            teamOffsetSeconds: scope.space?.clock.teamOffsetSeconds)
     }
 
     /// `POST /v1/clock {"advanceSeconds": N}`: moves the mock's time forward (never back; `/v1/reset`
     /// sets it back to the wall clock), at most ten years ahead in all.
-    func advanceClock(_ request: Request) async throws -> Response {
+    func advanceClock(_ request: Request, scope: Scope) async throws -> Response {
         let body: JSONValue
         switch try await Self.jsonBody(request) {
         case .failure(let error): return Self.error(.badRequest, error.message)
@@ -298,17 +350,18 @@ struct AdminAPI: Sendable {
             seconds = value
         }
         guard let seconds else { return Self.error(.badRequest, "advanceSeconds: required") }
-        guard state.clock.advance(seconds: seconds) != nil else {
+        let clock: any ClockBackend = scope.space?.clock ?? state.clock
+        guard clock.advance(seconds: seconds) != nil else {
             return Self.error(
                 .badRequest,
-                "advanceSeconds: the clock may run at most \(MockClock.maximumOffsetSeconds) s (ten years) ahead; it is \(state.clock.offsetSeconds) s ahead (POST /v1/reset sets it back)")
+                "advanceSeconds: the clock may run at most \(MockClock.maximumOffsetSeconds) s (ten years) ahead; it is \(clock.offsetSeconds) s ahead (POST /v1/reset sets it back)")
         }
-        return Self.json(.ok, clockView())
+        return Self.json(.ok, clockView(scope: scope))
     }
 
     // MARK: Faults
 
-    func addFault(_ request: Request) async throws -> Response {
+    func addFault(_ request: Request, scope: Scope) async throws -> Response {
         let body: JSONValue
         switch try await Self.jsonBody(request) {
         case .failure(let error): return Self.error(.badRequest, error.message)
@@ -329,9 +382,10 @@ struct AdminAPI: Sendable {
                 return Self.error(.badRequest, "\(path): \(error.problem)")
             }
         }
-        guard let entries = state.faults.add(rules) else {
+        let faults = faults(in: scope)
+        guard let entries = faults.add(rules) else {
             return Self.error(
-                .conflict, "faults: at most \(FaultStore.maxRules) rules at once (\(state.faults.count) exist); DELETE /v1/faults removes them")
+                .conflict, "faults: at most \(faults.maxRules) rules at once (\(faults.count) exist); DELETE /v1/faults removes them")
         }
         let added = entries.map(FaultView.init)
         if case .array = body {

@@ -146,6 +146,8 @@ public struct Statistics: Codable, Sendable, Equatable {
     public var refusedStreams: RefusedStreams
     /// GOAWAY frames this side sent, by cause (``GoAwayCause``), since the last reset.
     public var goaways: GoAways
+    /// The team these counts are of (`/v1/stats?team=`); absent for the whole mock's.
+    public var team: String?
 
     public struct GoAways: Codable, Sendable, Equatable {
         public var total: Int
@@ -212,4 +214,38 @@ public struct ClockView: Codable, Sendable, Equatable {
     public var now: String
     /// The wall clock, for comparison.
     public var wallClock: String
+    /// For a team's clock (`?team=`): the team, and its own part of ``offsetSeconds`` (the rest is
+    /// the mock's clock).
+    public var team: String?
+    public var teamOffsetSeconds: Int64?
+}
+
+/// A team as `/v1/teams` shows it: its apps and keys (no key material), its own device policy
+/// and entries, and where it came from.
+public struct TeamView: Codable, Sendable, Equatable {
+    public struct Key: Codable, Sendable, Equatable {
+        public var keyId: String
+        public var environment: String
+        public var topics: [String]
+        public var relatedKeyId: String?
+    }
+
+    public struct Devices: Codable, Sendable, Equatable {
+        /// The team's own policy; `nil`: the mock's applies.
+        public var policy: String?
+        /// The team's own device entries.
+        public var count: Int
+    }
+
+    public var teamId: String
+    public var apps: [String]
+    public var keys: [Key]
+    public var devices: Devices
+    /// `configuration` (the configuration file: it can be reset, not deleted) or `api`.
+    public var source: String
+}
+
+/// `GET /v1/teams`.
+public struct TeamList: Codable, Sendable {
+    public var teams: [TeamView]
 }

@@ -25,11 +25,11 @@ public struct RecordQuery: Sendable, Equatable {
     public init(
         token: String? = nil, topic: String? = nil, pushType: String? = nil, apnsId: String? = nil,
         collapseId: String? = nil, outcome: RecordFilter.Outcome? = nil, reason: String? = nil,
-        kind: RecordKind? = nil, channelId: String? = nil, since: UInt64? = nil, limit: Int? = nil
+        kind: RecordKind? = nil, channelId: String? = nil, team: String? = nil, since: UInt64? = nil, limit: Int? = nil
     ) {
         var filter = RecordFilter(
             token: token, topic: topic, pushType: pushType, apnsId: apnsId, collapseId: collapseId, reason: reason,
-            kind: kind?.rawValue, channelId: channelId)
+            kind: kind?.rawValue, channelId: channelId, team: team)
         // Asking for a reason implies rejected records, unless the outcome is given.
         filter.outcome = outcome ?? (reason == nil ? .accepted : .all)
         self.init(filter: filter, since: since, limit: limit)
@@ -39,6 +39,7 @@ public struct RecordQuery: Sendable, Equatable {
     private static let textParameters: [(name: String, field: any WritableKeyPath<RecordFilter, String?> & Sendable)] = [
         ("token", \.token), ("topic", \.topic), ("pushType", \.pushType), ("apnsId", \.apnsId),
         ("collapseId", \.collapseId), ("reason", \.reason), ("kind", \.kind), ("channelId", \.channelId),
+        ("team", \.team),
     ]
 
     /// Every parameter name a query takes.

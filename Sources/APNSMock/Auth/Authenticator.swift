@@ -36,6 +36,12 @@ struct ConnectionAuth {
     var lastVerdict: Verdict = .invalid
     /// The ``TokenRegistry/generation`` the bound token was last checked against.
     var checkedGeneration: UInt64 = 0
+    /// The team of the request being decided (its record's `auth.teamId`, when that team exists):
+    /// its namespace, which the policy stage and the recorder use. Set by every authentication.
+    var space: TeamSpace?
+    /// The certificate's team, looked up once (``certificateSpaceLooked``).
+    var certificateSpace: TeamSpace?
+    var certificateSpaceLooked = false
 
     /// Whether the connection has not yet accepted a provider token (token auth): its streams are
     /// limited to `server.streamsBeforeAuthentication` meanwhile.
@@ -43,10 +49,11 @@ struct ConnectionAuth {
 
     /// The connection was answered ExpiredProviderToken (by its token's age, or a fault rule said
     /// so): its token is expired on every connection from now on (``TokenRegistry``).
-    mutating func tokenExpired(registry: any TokenBackend, clock: any ClockBackend) {
+    mutating func tokenExpired() {
         guard let binding, !binding.expired else { return }
         binding.expired = true
-        registry.expire(binding.tokenId, offset: clock.offsetSeconds)
+        let space = binding.key.space
+        space.tokens.expire(binding.tokenId, offset: space.clock.offsetSeconds)
     }
 
     /// A class, so that checking the bound token on every request copies one reference rather
@@ -90,10 +97,11 @@ struct ConnectionAuth {
 /// The common case, the bound token repeated, is one string comparison (the connection reuses the
 /// header's String storage when the bytes repeat, so it is usually an identity check), one atomic
 /// load (has any token expired since?) and two integer comparisons: no ES256, no allocation, no
-/// lock. Time is the mock's (``MockClock``); whether a token expired is the mock's, across
+/// lock. Time is the token's team's (``TeamClock``); whether a token expired is its team's, across
 /// connections (``TokenRegistry``).
 struct Authenticator: Sendable {
-    let keys: TokenKeys
+    /// The teams and their keys.
+    let teams: TeamRegistry
     let settings: ValidationSettings
     /// Seconds a connection must keep a token before it may switch to a new one (Apple: 20 min).
     let tokenUpdateInterval: Int64
@@ -101,31 +109,45 @@ struct Authenticator: Sendable {
     /// keeps every topic allowed; otherwise the key or certificate decides).
     let fallbackTopics: AllowedTopics
     let narrowsTopics: Bool
-    let clock: any ClockBackend
-    let tokens: any TokenBackend
     /// Tokens verified on any connection, so that a new connection repeating one skips ES256.
-    let verified = VerifiedTokens()
+    var verified: VerifiedTokens { teams.verified }
 
-    /// The mock's time in seconds, as ``authenticate(authorization:environment:now:state:)`` wants it.
-    func now() -> Int64 { clock.nowSeconds() }
-
+    /// Authenticates one request on the connection whose memory is `state`, at the time of the
+    /// token's team's clock (`now`: another time, in seconds, for tests of time).
     func authenticate(
-        authorization: String?, environment: APNSEnvironment, now: Int64, state: inout ConnectionAuth
+        authorization: String?, environment: APNSEnvironment, now fixedNow: Int64? = nil, state: inout ConnectionAuth
     ) -> AuthenticationResult {
         if let certificate = state.certificate {
+            if !state.certificateSpaceLooked {
+                state.certificateSpaceLooked = true
+                state.certificateSpace = certificate.teamID.flatMap(teams.space)
+                state.certificateSpace?.connectionOpened()
+            }
+            let space = state.certificateSpace.flatMap { $0.isRetired ? nil : $0 }
+            if state.space !== space { state.space = space }
             return authenticate(
                 certificate: certificate, topics: state.certificateTopics, summary: state.certificateSummary,
                 environment: environment)
         }
         guard let authorization else {
+            state.space = nil
             return refuse(.missingProviderToken, summary: .none)
         }
         if let binding = state.binding, binding.token == authorization {
+            let space = binding.key.space
+            if space.isRetired {
+                // Its team was removed: as for a revoked key.
+                state.space = nil
+                return refuse(.invalidProviderToken, summary: AuthSummary(method: .token))
+            }
+            // The bound token repeated: the same team as the last request, usually.
+            if state.space !== space { state.space = space }
             if isExpired(binding, state: &state) {
                 return refuse(.expiredProviderToken, summary: binding.summary)
             }
             return check(
-                key: binding.key, issuedAt: binding.issuedAt, summary: binding.summary, environment: environment, now: now)
+                key: binding.key, issuedAt: binding.issuedAt, summary: binding.summary, environment: environment,
+                now: fixedNow ?? space.clock.nowSeconds())
         }
         let verdict: ConnectionAuth.Verdict
         if let last = state.lastToken, last == authorization {
@@ -135,10 +157,14 @@ struct Authenticator: Sendable {
             state.lastToken = authorization
             state.lastVerdict = verdict
         }
-        guard case .valid(let key, let iat, let summary) = verdict else {
+        guard case .valid(let key, let iat, let summary) = verdict, !key.space.isRetired else {
+            state.space = nil
             return refuse(.invalidProviderToken, summary: AuthSummary(method: .token))
         }
-        let seen = tokens.register(summary.tokenId ?? "", offset: clock.offsetSeconds)
+        let space = key.space
+        state.space = space
+        let now = fixedNow ?? space.clock.nowSeconds()
+        let seen = space.tokens.register(summary.tokenId ?? "", offset: space.clock.offsetSeconds)
         if seen.expired {
             return refuse(.expiredProviderToken, summary: summary)
         }
@@ -162,9 +188,15 @@ struct Authenticator: Sendable {
         } else {
             result.acceptedFirstToken = true
         }
+        if let previous = state.binding?.key.space, previous !== space {
+            previous.connectionClosed()
+            space.connectionOpened()
+        } else if state.binding == nil {
+            space.connectionOpened()
+        }
         state.binding = ConnectionAuth.Binding(
             token: authorization, key: key, issuedAt: issuedAt, acceptedAt: now, summary: summary)
-        state.checkedGeneration = tokens.generation
+        state.checkedGeneration = space.tokens.generation
         state.lastToken = nil
         state.lastVerdict = .invalid
         return result
@@ -174,6 +206,7 @@ struct Authenticator: Sendable {
     /// expired since the connection last looked.
     private func isExpired(_ binding: ConnectionAuth.Binding, state: inout ConnectionAuth) -> Bool {
         if binding.expired { return true }
+        let tokens = binding.key.space.tokens
         let generation = tokens.generation
         guard generation != state.checkedGeneration else { return false }
         state.checkedGeneration = generation
@@ -193,7 +226,7 @@ struct Authenticator: Sendable {
     private func verifyAnew(_ authorization: String) -> ConnectionAuth.Verdict {
         guard let token = ProviderToken.parse(authorization: authorization),
               !settings.strictProviderTokens || (token.issuedAtForm == .integer && token.signatureForm == .jose),
-              let key = keys.byID[token.keyID],
+              let key = teams.key(token.keyID),
               key.teamID == token.issuer,
               ES256.verify(signature: token.signature, message: token.signingInput, with: key.publicKey)
         else { return .invalid }

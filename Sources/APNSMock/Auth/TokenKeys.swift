@@ -14,8 +14,11 @@ final class TokenKey: Sendable {
     let summary: AuthSummary
     /// The key related to this one, either side naming it (`relatedKeyId`).
     let relatedKeyID: String?
+    /// Its team's namespace: what the requests it signs see and count in.
+    let space: TeamSpace
 
-    init(team: Configuration.Team, key: Configuration.Key, publicKey: ECKey) {
+    init(team: Configuration.Team, key: Configuration.Key, publicKey: ECKey, space: TeamSpace) {
+        self.space = space
         keyID = key.keyId
         relatedKeyID = key.relatedKeyId ?? team.keys.first { $0.relatedKeyId == key.keyId }?.keyId
         teamID = team.teamId
@@ -35,9 +38,17 @@ public struct TokenKeyError: Error, CustomStringConvertible {
     public var description: String { "\(field): \(file): \(problem)" }
 }
 
-/// Every configured key by key ID, loaded once at start-up.
+/// Every configured key, loaded once at start-up (the ``TeamRegistry`` gives each its team's
+/// space).
 public struct TokenKeys: Sendable {
-    let byID: [String: TokenKey]
+    /// A key read and checked: its team, its configuration and its public key.
+    struct Loaded: Sendable {
+        var team: Configuration.Team
+        var key: Configuration.Key
+        var publicKey: ECKey
+    }
+
+    let loaded: [Loaded]
 
     /// Whether a connection bound to `bound` takes a token of `key`: the same key, or its related
     /// key (Apple's key model of February 2025).
@@ -49,7 +60,7 @@ public struct TokenKeys: Sendable {
     /// them). A file that is missing or unreadable, or a key that is not P-256 (private `.p8` or
     /// public PEM), throws, naming the configuration field and the file.
     public static func load(_ teams: [Configuration.Team]) throws(TokenKeyError) -> TokenKeys {
-        var byID: [String: TokenKey] = [:]
+        var loadedKeys: [Loaded] = []
         for (teamIndex, team) in teams.enumerated() {
             for (keyIndex, key) in team.keys.enumerated() {
                 let field: String
@@ -79,12 +90,12 @@ public struct TokenKeys: Sendable {
                 guard loaded.isP256 else {
                     throw TokenKeyError(field: field, file: file, problem: "not a P-256 (ES256) key")
                 }
-                byID[key.keyId] = TokenKey(team: team, key: key, publicKey: loaded)
+                loadedKeys.append(Loaded(team: team, key: key, publicKey: loaded))
             }
         }
-        return TokenKeys(byID: byID)
+        return TokenKeys(loaded: loadedKeys)
     }
 
     /// No keys: every provider token is InvalidProviderToken (unknown `kid`).
-    public static let empty = TokenKeys(byID: [:])
+    public static let empty = TokenKeys(loaded: [])
 }

@@ -44,4 +44,9 @@ final class VerifiedTokens: Sendable {
             }
         }
     }
+
+    /// Forgets every token (a team was removed: none of its tokens may be taken again).
+    func removeAll() {
+        entries.withLock { $0 = Entries() }
+    }
 }

@@ -99,6 +99,8 @@ final class APNSConnection {
     deinit {
         // Held streams of a connection that went away no longer count against the cap.
         if heldStreams > 0 { routes.state.releaseHeldStreams(heldStreams) }
+        // The connection counted in its team's connections while it was bound to it.
+        (requestState.auth.binding?.key.space ?? requestState.auth.certificateSpace)?.connectionClosed()
     }
 
     /// True once the connection has nothing left to do but flush its output and close.
@@ -493,6 +495,8 @@ extension APNSConnection: HTTP2SessionDelegate {
             cause = code == .enhanceYourCalm || code == .internalError ? .flood : .protocol
         }
         routes.state.statistics.countGoAway(cause: cause, code: code.description)
+        let team = boundTeam
+        team?.counts.countGoAway(cause)
         logger.info(
             "sent GOAWAY",
             metadata: [
@@ -501,15 +505,21 @@ extension APNSConnection: HTTP2SessionDelegate {
             ])
         routes.state.records.publish(.goAway(GoAwayNotice(
             connectionId: UInt64(context.connectionNumber), cause: cause, code: code.description, lastStreamId: lastStreamID,
-            debugData: debugData, at: Timestamp.rfc3339(milliseconds: MockClock.wallMilliseconds()))))
+            debugData: debugData, at: Timestamp.rfc3339(milliseconds: MockClock.wallMilliseconds()), team: team?.teamID)))
     }
 
     func session(_ session: HTTP2Session, refusedStream id: Int32) {
         noteRefused(id, cause: requestState.auth.isAwaitingToken ? .beforeAuthentication : .overLimit)
     }
 
+    /// The team the connection is bound to (its token's key, or its certificate), if any.
+    private var boundTeam: TeamSpace? {
+        requestState.auth.binding?.key.space ?? requestState.auth.certificateSpace
+    }
+
     private func noteRefused(_ id: Int32, cause: RefusedStreamCause) {
         routes.state.statistics.countRefused(cause)
+        boundTeam?.counts.refused[cause.index].increment()
         if let index = refusedInRead.firstIndex(where: { $0.cause == cause }) {
             refusedInRead[index].count += 1
             refusedInRead[index].firstStreamId = min(refusedInRead[index].firstStreamId, id)
@@ -517,7 +527,7 @@ extension APNSConnection: HTTP2SessionDelegate {
         } else {
             refusedInRead.append(RefusedStreamsNotice(
                 connectionId: UInt64(context.connectionNumber), cause: cause, count: 1, firstStreamId: id, lastStreamId: id,
-                limit: streamLimit, at: Timestamp.rfc3339(milliseconds: MockClock.wallMilliseconds())))
+                limit: streamLimit, at: Timestamp.rfc3339(milliseconds: MockClock.wallMilliseconds()), team: boundTeam?.teamID))
         }
     }
 

@@ -103,14 +103,18 @@ final class FaultStore: Sendable {
     /// hit the same requests every time.
     let seed: UInt64?
 
-    init(_ rules: [FaultRule], seed: UInt64? = nil) {
+    /// Rules this store holds at once (``defaultMaxRules`` for the whole mock's, fewer for a team's).
+    let maxRules: Int
+
+    init(_ rules: [FaultRule], seed: UInt64? = nil, maxRules: Int = FaultStore.defaultMaxRules) {
         self.initial = rules
         self.seed = seed
+        self.maxRules = maxRules
         reset()
     }
 
     /// Rules held at once: each costs a few hundred bytes, and the admin API refuses more.
-    static let maxRules = 100_000
+    static let defaultMaxRules = 100_000
 
     /// Adds `rule` and returns its id.
     @discardableResult
@@ -121,7 +125,7 @@ final class FaultStore: Sendable {
     /// Adds all of `rules`, or none when they would take the store past ``maxRules``.
     func add(_ rules: [FaultRule]) -> [Entry]? {
         state.withLock { state in
-            guard state.rules.count + rules.count <= Self.maxRules else { return nil }
+            guard state.rules.count + rules.count <= maxRules else { return nil }
             return rules.map { insert($0, into: &state) }
         }
     }

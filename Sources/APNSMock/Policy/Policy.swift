@@ -18,15 +18,21 @@ struct Policy: Sendable {
     /// The rate limiter (for the verdicts it concerns), then the fault rules; a rule's answer
     /// replaces the verdict's. Returns the request's actions.
     func applyRules<V: Verdict>(
-        to verdict: inout V, request: borrowing PushRequest, context: ConnectionContext, requestNumber: Int
+        to verdict: inout V, request: borrowing PushRequest, context: ConnectionContext, requestNumber: Int,
+        team: TeamSpace?
     ) -> Effects.Actions {
         verdict.limitRate(in: state)
         var actions = Effects.Actions()
-        // The facts are gathered only when some rule could use them.
-        if state.faults.hasRules,
-           let rule = state.faults.apply(verdict.faultFacts(
-               for: request, connection: context.connectionNumber, requestNumber: requestNumber)),
-           let rejection = actions.apply(rule, now: state.clock.nowMilliseconds) {
+        // The team's rules first, then the mock's; the facts are gathered only when some rule could
+        // use them.
+        let teamHasRules = team?.faults.hasRules ?? false
+        guard teamHasRules || state.faults.hasRules else { return actions }
+        let facts = verdict.faultFacts(for: request, connection: context.connectionNumber, requestNumber: requestNumber)
+        var fired: FaultRule?
+        if teamHasRules, let team { fired = team.faults.apply(facts) }
+        if fired == nil, state.faults.hasRules { fired = state.faults.apply(facts) }
+        if let rule = fired,
+           let rejection = actions.apply(rule, now: team?.clock.nowMilliseconds ?? state.clock.nowMilliseconds) {
             verdict.replaceAnswer(with: rejection)
         }
         return actions
@@ -40,7 +46,7 @@ struct Policy: Sendable {
     func settle<V: Verdict>(_ actions: inout Effects.Actions, verdict: V, connection: inout ConnectionMemo) {
         let rejection = verdict.rejection
         if actions.answers, rejection?.reason == .expiredProviderToken {
-            connection.auth.tokenExpired(registry: state.tokens, clock: state.clock)
+            connection.auth.tokenExpired()
         }
         actions.settle(
             rejected: rejection != nil, acceptedFirstToken: verdict.acceptedFirstToken,

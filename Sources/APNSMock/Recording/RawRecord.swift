@@ -332,12 +332,15 @@ public struct RecordFilter: Sendable, Equatable {
     /// `device`, `broadcast` or `channel`; `nil` for every kind.
     public var kind: String?
     public var channelId: String?
+    /// Only records of this team (their `auth.teamId`): `?team=`, or a call scoped to the team.
+    public var team: String?
 
     public init(
         token: String? = nil, topic: String? = nil, pushType: String? = nil, apnsId: String? = nil,
         collapseId: String? = nil, outcome: Outcome = .accepted, reason: String? = nil, kind: String? = nil,
-        channelId: String? = nil
+        channelId: String? = nil, team: String? = nil
     ) {
+        self.team = team
         self.kind = kind
         self.channelId = channelId
         self.token = token.map(DeviceToken.canonical)
@@ -358,6 +361,7 @@ public struct RecordFilter: Sendable, Equatable {
         if let reason, record.reasonText != reason { return false }
         if let kind, record.kind.rawValue != kind { return false }
         if let channelId, record.broadcast?.channelID != channelId { return false }
+        if let team, record.shape.auth.teamId != team { return false }
         // apns-id compared case-insensitively: generated ids are uppercase, clients often send lowercase.
         if let apnsId, record.apnsIDText.lowercased() != apnsId.lowercased() { return false }
         guard topic != nil || pushType != nil || collapseId != nil || token != nil else { return true }

@@ -31,6 +31,10 @@ final class RecordStore: Sendable {
     /// Records with `seq` up to this were deleted.
     private let cleared = Atomic<UInt64>(0)
     private let evictionCount = Atomic<UInt64>(0)
+    /// Teams whose records up to a sequence number were cleared (their reset, or their removal):
+    /// queries skip those records. Looked at only while ``hidesTeams`` is set.
+    private let hiddenTeams = Mutex<[String: UInt64]>([:])
+    private let hidesTeams = Atomic<Bool>(false)
     /// Waiters and event streams, and the dispatcher that serves them.
     let subscriptions = Subscriptions()
     /// Per-segment filters that let a selective query skip most of the ring.
@@ -53,6 +57,20 @@ final class RecordStore: Sendable {
     var count: Int {
         let last = lastSeq
         return Int(last - max(clearedThrough, oldestKept(last: last) - 1))
+    }
+
+    /// Records of `team` the ring holds and queries find: one pass over the ring (`/v1/stats?team=`).
+    func count(team: String) -> Int {
+        var filter = RecordFilter(outcome: .all, team: team)
+        filter.outcome = .all
+        var total = 0
+        var since: UInt64 = 0
+        while true {
+            let (found, next) = query(since: since, filter: filter, limit: RecordQuery.maximumLimit)
+            total += found.count
+            guard next > since, next < lastSeq else { return total }
+            since = next
+        }
     }
 
     /// The oldest `seq` the ring can still hold once `last` was handed out (`last + 1` when
@@ -143,8 +161,10 @@ final class RecordStore: Sendable {
 
     /// The record `seq` while the ring holds it (not evicted, not cleared, already stored).
     func record(_ seq: UInt64) -> RawRecord? {
-        guard capacity > 0, seq >= 1, seq <= lastSeq, seq > clearedThrough else { return nil }
-        return read(seq)
+        guard capacity > 0, seq >= 1, seq <= lastSeq, seq > clearedThrough, let record = read(seq),
+              !Self.isHidden(record, by: hiddenTeamMarks)
+        else { return nil }
+        return record
     }
 
     /// Records after `since` that match `filter`, oldest first, at most `limit`, none after
@@ -162,6 +182,7 @@ final class RecordStore: Sendable {
         var next = max(since, seq - 1)
         var found: [RawRecord] = []
         let tokenHash = filter.token.map(SegmentSummaries.tokenHash)
+        let hidden = hiddenTeamMarks
         while seq <= last, found.count < limit {
             if let tokenHash, seq == SegmentSummaries.firstSeq(of: SegmentSummaries.segment(of: seq)) {
                 let segment = SegmentSummaries.segment(of: seq)
@@ -174,7 +195,7 @@ final class RecordStore: Sendable {
                 }
             }
             if let record = read(seq) {
-                if filter.matches(record) { found.append(record) }
+                if filter.matches(record), !Self.isHidden(record, by: hidden) { found.append(record) }
             } else {
                 if isWithinRing(seq), seq > clearedThrough {
                     // Handed out but not yet stored: stop here so the cursor does not skip it.
@@ -215,8 +236,36 @@ final class RecordStore: Sendable {
         summaries.keep(filter, segment: segment, oldestKept: oldestKept(last: lastSeq))
     }
 
+    /// Clears one team's records up to `seq` (its reset or removal): no query finds them again.
+    /// The ring keeps their slots until they are evicted.
+    func hideTeam(_ teamID: String, through seq: UInt64) {
+        hiddenTeams.withLock { hidden in
+            hidden[teamID] = seq
+            // Marks below the whole ring's clearing hide nothing more: forget them (bounded by
+            // the teams that reset since the last `/v1/reset`).
+            let cleared = clearedThrough
+            hidden = hidden.filter { $0.value > cleared }
+            hidesTeams.store(!hidden.isEmpty, ordering: .releasing)
+        }
+    }
+
+    /// The teams' marks, for one query (empty while no team was cleared).
+    var hiddenTeamMarks: [String: UInt64] {
+        hidesTeams.load(ordering: .acquiring) ? hiddenTeams.withLock { $0 } : [:]
+    }
+
+    /// Whether `record` belongs to a team cleared after it was recorded.
+    static func isHidden(_ record: RawRecord, by marks: [String: UInt64]) -> Bool {
+        guard !marks.isEmpty, let team = record.shape.auth.teamId, let mark = marks[team] else { return false }
+        return record.seq <= mark
+    }
+
     /// Forgets every record; `seq` keeps counting.
     func removeAll() {
+        hiddenTeams.withLock { hidden in
+            hidden = [:]
+            hidesTeams.store(false, ordering: .releasing)
+        }
         for stripe in stripes {
             // The old records are released after the lock is.
             let old = stripe.replaceSlots()

@@ -9,18 +9,18 @@ struct Recorder: Sendable {
     let state: MockState
     let logger: Logger
 
-    /// Keeps one request, answered `verdict`'s answer unless `actions` replace it. Returns the
-    /// record's sequence number (0: recording is off).
+    /// Keeps one request of `team` (its namespace, counted there too), answered `verdict`'s answer
+    /// unless `actions` replace it. Returns the record's sequence number (0: recording is off).
     func record<V: Verdict>(
         _ verdict: V, actions: Effects.Actions, request: borrowing PushRequest, stream: RequestStream,
-        context: ConnectionContext, connection: inout ConnectionMemo
+        context: ConnectionContext, team: TeamSpace?, connection: inout ConnectionMemo
     ) -> UInt64 {
         let answered = actions.answers
         let status = answered ? verdict.status : nil
         let rejection = answered ? verdict.rejection : nil
         let action = actions.actionName
         count(kind: V.kind)
-        note(status: status, rejection: rejection, action: action, kind: V.kind,
+        note(status: status, rejection: rejection, action: action, kind: V.kind, team: team,
              id: verdict.answerID.text(uppercase: V.kind == .device), streamID: stream.id, context: context)
         guard state.records.isEnabled else { return 0 }
         let receivedAt = connection.readTime()
@@ -32,7 +32,8 @@ struct Recorder: Sendable {
         let uniqueID = answered ? verdict.uniqueID : nil
         let details = verdict.details(shapes: &connection.shapes)
         let injected = actions.faultMatched, streamID = stream.id
-        let written = actions.writtenAtOnce(streamOpen: stream.isOpen), offset = state.clock.offsetSeconds
+        let written = actions.writtenAtOnce(streamOpen: stream.isOpen)
+        let offset = team?.clock.offsetSeconds ?? state.clock.offsetSeconds
         return state.records.append { seq in
             RawRecord(
                 seq: seq, receivedAt: receivedAt, shape: shape, path: path, apnsIDHeader: apnsIDHeader,
@@ -51,7 +52,7 @@ struct Recorder: Sendable {
         stream: RequestStream, context: ConnectionContext, connection: inout ConnectionMemo
     ) -> UInt64 {
         count(kind: kind)
-        note(status: status, rejection: nil, action: nil, kind: kind, id: "", streamID: stream.id, context: context)
+        note(status: status, rejection: nil, action: nil, kind: kind, team: nil, id: "", streamID: stream.id, context: context)
         guard state.records.isEnabled else { return 0 }
         let receivedAt = connection.readTime()
         let environment = connection.environment(of: request, context: context, fallback: fallback)
@@ -82,10 +83,10 @@ struct Recorder: Sendable {
     /// write a line per request (``RejectionSummaryService`` says at info level, every ten seconds,
     /// how many were rejected and why).
     private func note(
-        status: Int?, rejection: Rejection?, action: FaultRule.Action.Name?, kind: RecordKind, id: @autoclosure () -> String,
-        streamID: Int32, context: ConnectionContext
+        status: Int?, rejection: Rejection?, action: FaultRule.Action.Name?, kind: RecordKind, team: TeamSpace?,
+        id: @autoclosure () -> String, streamID: Int32, context: ConnectionContext
     ) {
-        state.statistics.count(status: status, rejection: rejection, action: action)
+        state.statistics.count(status: status, rejection: rejection, action: action, team: team?.counts)
         if let rejection, logger.logLevel <= .debug {
             logger.debug(
                 "rejected request",

@@ -75,8 +75,11 @@ final class RequestStatistics: Sendable {
     static let successStatuses = [200, 201, 204]
     /// Error statuses answered without an APNs reason: 431, for a header list past the limit.
     static let reasonlessErrorStatuses = [HeaderListTooLarge.status]
-    private static let reasons = Reason.allCases
-    private static let actions = FaultRule.Action.Name.allCases
+    static let reasons = Reason.allCases
+    static let actions = FaultRule.Action.Name.allCases
+    /// How many outcome counters there are (``index(status:rejection:action:)`` files a request
+    /// under one of them).
+    static let outcomeCount = successStatuses.count + reasons.count + actions.count + reasonlessErrorStatuses.count
 
     init(droppedLogLines: (@Sendable () -> Int)? = nil) {
         let registry = PrometheusCollectorRegistry()
@@ -133,6 +136,15 @@ final class RequestStatistics: Sendable {
         goAways.withLock { $0.atReset = $0.counts }
     }
 
+    /// A team's counts since its last reset leave `/v1/stats` with its records (the team's reset
+    /// or deletion hides them): the mock's totals are what its remaining records summarise.
+    func forget(_ team: TeamCounts.Values) {
+        baseline.withLock { baseline in
+            for index in baseline.counts.indices { baseline.counts[index] += team.outcomes[index] }
+            for index in baseline.actions.indices { baseline.actions[index] += team.actions[index] }
+        }
+    }
+
     /// One GOAWAY sent, counted at once in `/v1/stats` and `apns_goaways_total{cause,code}`.
     func countGoAway(cause: GoAwayCause, code: String) {
         let key = GoAwayCounts.Key(cause: cause, code: code)
@@ -174,7 +186,7 @@ final class RequestStatistics: Sendable {
     }
 
     /// Where a request is filed (see the type's comment): `status` is `nil` when it was not answered.
-    private static func index(status: Int?, rejection: Rejection?, action: FaultRule.Action.Name?) -> Int {
+    static func index(status: Int?, rejection: Rejection?, action: FaultRule.Action.Name?) -> Int {
         if let rejection { return successStatuses.count + (reasons.firstIndex(of: rejection.reason) ?? 0) }
         if let status {
             if let offset = reasonlessErrorStatuses.firstIndex(of: status) {
@@ -185,13 +197,15 @@ final class RequestStatistics: Sendable {
         return successStatuses.count + reasons.count + (action.flatMap { actions.firstIndex(of: $0) } ?? 0)
     }
 
-    /// One relaxed atomic add (two with a fault action); the Prometheus counters catch up when
-    /// `/metrics` is read.
-    func count(status: Int?, rejection: Rejection?, action: FaultRule.Action.Name?) {
+    /// One relaxed atomic add (two with a fault action), and as many in `team`'s counts when the
+    /// request belongs to a team; the Prometheus counters catch up when `/metrics` is read.
+    func count(status: Int?, rejection: Rejection?, action: FaultRule.Action.Name?, team: TeamCounts? = nil) {
         let index = Self.index(status: status, rejection: rejection, action: action)
         counts[index].increment()
+        team?.outcomes[index].increment()
         if let action, let actionIndex = Self.actions.firstIndex(of: action) {
             actionCounts[actionIndex].increment()
+            team?.actions[actionIndex].increment()
         }
     }
 
@@ -200,33 +214,48 @@ final class RequestStatistics: Sendable {
         kindCounts[RecordKind.allCases.firstIndex(of: kind)!].increment()
     }
 
+    /// What `/v1/stats` says of outcome counts (laid out as ``index(status:rejection:action:)``
+    /// files them) and fault-action counts: the mock's own, or a team's (``TeamCounts``).
+    struct Tally {
+        var byStatus: [String: Int] = [:]
+        var byReason: [String: Int] = [:]
+        var byAction: [String: Int] = [:]
+        var accepted = 0
+        var total = 0
+
+        init(values: [Int], actionValues: [Int]) {
+            let successes = RequestStatistics.successStatuses.count
+            for (offset, status) in RequestStatistics.successStatuses.enumerated() where values[offset] > 0 {
+                byStatus[String(status)] = values[offset]
+            }
+            for (offset, reason) in RequestStatistics.reasons.enumerated() where values[successes + offset] > 0 {
+                byStatus[String(reason.status), default: 0] += values[successes + offset]
+                byReason[reason.rawValue, default: 0] += values[successes + offset]
+            }
+            for (offset, action) in RequestStatistics.actions.enumerated() where actionValues[offset] > 0 {
+                byAction[action.rawValue] = actionValues[offset]
+            }
+            let reasonless = successes + RequestStatistics.reasons.count + RequestStatistics.actions.count
+            for (offset, status) in RequestStatistics.reasonlessErrorStatuses.enumerated() where values[reasonless + offset] > 0 {
+                byStatus[String(status), default: 0] += values[reasonless + offset]
+            }
+            accepted = values[..<successes].reduce(0, +)
+            total = values.reduce(0, +)
+        }
+    }
+
     func snapshot(openConnections: Int, totalConnections: UInt64, records: RecordStore) -> Statistics {
         let since = baseline.withLock { $0 }
         let lifetimeValues = counts.map(\.value)
         let values = zip(lifetimeValues, since.counts).map { $0 - $1 }
         let actionValues = zip(actionCounts.map(\.value), since.actions).map { $0 - $1 }
-        var byStatus: [String: Int] = [:]
-        var byReason: [String: Int] = [:]
-        var byAction: [String: Int] = [:]
+        let tally = Tally(values: values, actionValues: actionValues)
+        let (byStatus, byReason, byAction) = (tally.byStatus, tally.byReason, tally.byAction)
         let successes = Self.successStatuses.count
-        for (offset, status) in Self.successStatuses.enumerated() where values[offset] > 0 {
-            byStatus[String(status)] = values[offset]
-        }
-        for (offset, reason) in Self.reasons.enumerated() where values[successes + offset] > 0 {
-            byStatus[String(reason.status), default: 0] += values[successes + offset]
-            byReason[reason.rawValue, default: 0] += values[successes + offset]
-        }
-        for (offset, action) in Self.actions.enumerated() where actionValues[offset] > 0 {
-            byAction[action.rawValue] = actionValues[offset]
-        }
-        let reasonless = successes + Self.reasons.count + Self.actions.count
-        for (offset, status) in Self.reasonlessErrorStatuses.enumerated() where values[reasonless + offset] > 0 {
-            byStatus[String(status), default: 0] += values[reasonless + offset]
-        }
-        let accepted = values[..<successes].reduce(0, +)
+        let accepted = tally.accepted
         let lifetimeAccepted = lifetimeValues[..<successes].reduce(0, +)
         let lifetimeTotal = lifetimeValues.reduce(0, +)
-        let total = values.reduce(0, +)
+        let total = tally.total
         let now = ContinuousClock.now
         // The rate over the interval since the previous stats query (at least a second), so that a
         // script polling /v1/stats sees the current rate rather than the lifetime average.

@@ -64,6 +64,7 @@ final class Subscription: Sendable {
     /// From a connection (through ``RecordStore/publish(_:)``): something event streams tell.
     func notify(_ notice: ConnectionNotice) {
         guard case .buffer = mode else { return }
+        if let team = filter.team, notice.team != team { return }
         state.withLock { state -> CheckedContinuation<Void, Never>? in
             guard !state.batch.closed, state.batch.notices.count < Self.noticeLimit else { return nil }
             state.batch.notices.append(notice)

@@ -17,8 +17,8 @@ public final class MockState: Sendable {
     let channels: any ChannelBackend
     /// The mock's time (`/v1/clock`), read by every time rule.
     let clock: any ClockBackend
-    /// Provider tokens seen, and which expired, across connections.
-    let tokens: any TokenBackend
+    /// The teams and their namespaces (provider tokens seen and expired are kept per team).
+    let teams: TeamRegistry
     /// Gives freed heap back after this mock's bursts of connections and large admin responses.
     let memory = MemoryReturn()
     /// The connection count at the last reset: a connection's number for fault rules is its id
@@ -34,7 +34,6 @@ public final class MockState: Sendable {
         var devices: any VersionedBackend<DeviceRegistry>
         var faults: any FaultBackend
         var channels: any ChannelBackend
-        var tokens: any TokenBackend
         var clock: any ClockBackend
 
         /// Today's: every part in this process's memory.
@@ -42,21 +41,22 @@ public final class MockState: Sendable {
             Parts(
                 devices: DeviceStore(configuration.devices),
                 faults: FaultStore(configuration.faults, seed: configuration.faultSeed),
-                channels: ChannelStore(settings: configuration.broadcast),
-                tokens: TokenRegistry(), clock: MockClock())
+                channels: ChannelStore(settings: configuration.broadcast), clock: MockClock())
         }
     }
 
-    convenience init(configuration: ServerConfiguration) {
-        self.init(configuration: configuration, parts: .inMemory(configuration))
+    /// The state of a mock whose configured teams' keys are `tokenKeys` (``TokenKeys/load(_:)``).
+    convenience init(configuration: ServerConfiguration, tokenKeys: TokenKeys = .empty) {
+        self.init(configuration: configuration, parts: .inMemory(configuration), tokenKeys: tokenKeys)
     }
 
-    init(configuration: ServerConfiguration, parts: Parts) {
+    init(configuration: ServerConfiguration, parts: Parts, tokenKeys: TokenKeys) {
         devices = parts.devices
         faults = parts.faults
         channels = parts.channels
-        tokens = parts.tokens
         clock = parts.clock
+        teams = TeamRegistry(
+            configured: configuration.teams, keys: tokenKeys, globalClock: parts.clock, faultSeed: configuration.faultSeed)
         records = RecordStore(capacity: configuration.recordingCapacity)
         statistics = RequestStatistics(droppedLogLines: configuration.droppedLogLines)
         connections = ConnectionRegistry()
@@ -90,11 +90,12 @@ public final class MockState: Sendable {
     /// Back to the configuration's state (`POST /v1/reset`): records forgotten, devices, channels and
     /// faults as configured, rate allowances full again, connection numbers
     /// (``connectionNumber(of:)``) counted from 1 again, the clock back to the wall clock, the tokens
-    /// seen forgotten.
+    /// seen forgotten; every team's own state too (teams added at run time stay).
     func reset() {
         connectionBase.store(connections.total, ordering: .relaxed)
         records.removeAll()
         statistics.resetCounts()
+        for space in teams.all { _ = space.reset() }
         devices.reset()
         faults.reset()
         channels.reset()
@@ -102,7 +103,41 @@ public final class MockState: Sendable {
             if let limit = limiter?.limit { limiter = RateLimiter(limit: limit, clock: Self.rateClock(clock)) }
         }
         clock.reset()
-        tokens.reset()
+    }
+
+    /// One team back to how it started (`POST /v1/reset?team=`): its records hidden from every
+    /// view, its counts (and their part of the mock's) from zero, its own devices, fault rules,
+    /// clock offset and tokens as new, the channels of its apps deleted.
+    func reset(team space: TeamSpace) {
+        let last = records.lastSeq
+        statistics.forget(space.reset())
+        records.hideTeam(space.teamID, through: last)
+        for channel in channels.current.all where space.apps.contains(channel.bundleID) {
+            _ = channels.delete(id: channel.id)
+        }
+    }
+
+    /// Forgets every record (`DELETE /v1/notifications`): the counts that summarise them start
+    /// again, the mock's and every team's.
+    func removeRecords() {
+        records.removeAll()
+        statistics.resetCounts()
+        for space in teams.all { _ = space.counts.resetCounts() }
+    }
+
+    /// Forgets one team's records (`DELETE /v1/notifications?team=`), and its counts with them.
+    func removeRecords(team space: TeamSpace) {
+        let last = records.lastSeq
+        statistics.forget(space.counts.resetCounts())
+        records.hideTeam(space.teamID, through: last)
+    }
+
+    /// Removes a team added at run time (`DELETE /v1/teams/{teamId}`) and everything it left: its
+    /// records, counts and channels; nil when it was refused.
+    func remove(team teamID: String) -> Result<TeamSpace, TeamRegistry.RemoveError> {
+        let result = teams.remove(teamID)
+        if case .success(let space) = result { reset(team: space) }
+        return result
     }
 
     /// The rate limiter's time: monotonic, plus the mock clock's offset, so that moving the clock

@@ -72,6 +72,8 @@ protocol FaultBackend: AnyObject, Sendable {
     func add(_ rules: [FaultRule]) -> [FaultRuleEntry]?
     var entries: [FaultRuleEntry] { get }
     var count: Int { get }
+    /// Rules held at once; ``add(_:)-([FaultRule])`` refuses more.
+    var maxRules: Int { get }
     func remove(id: String) -> Bool
     func removeAll()
     func reset()
