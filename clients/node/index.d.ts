@@ -252,8 +252,10 @@ export interface TeamDevices {
 export interface Team {
   teamId: string;
   apps: string[];
-  keys: { keyId: string; environment: string; topics: string[]; relatedKeyId: string | null; [key: string]: any }[];
-  devices: { policy: 'open' | 'registered' | null; count: number };
+  /** `topics` empty: every app of the team; `relatedKeyId` absent when there is none. */
+  keys: { keyId: string; environment: string; topics: string[]; relatedKeyId?: string | null; [key: string]: any }[];
+  /** `policy` absent (or null) when the mock's policy applies. */
+  devices: { policy?: 'open' | 'registered' | null; count: number };
   source: 'configuration' | 'api';
   [key: string]: any;
 }

@@ -7,7 +7,7 @@ const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const crypto = require('node:crypto');
 const { AdminClient, AdminError, randomId } = require('..');
-const { push, deviceToken } = require('./push');
+const { push, connect, deviceToken } = require('./push');
 
 const admin = new AdminClient({ url: process.env.MOCK_ADMIN_URL, timeoutMs: 10000 });
 const bounded = { timeout: 60000 };
@@ -138,6 +138,53 @@ test('a deleted team\'s tokens are refused, its records gone, its calls 404', bo
   assert.equal(error.status, 404);
   assert.ok(error.message.startsWith(`team: ${team.teamId} `), error.message);
   assert.equal((await rejection(admin.deleteTeam(team.teamId))).status, 404);
+});
+
+test('a team\'s tokens are refused on a connection already open once the team is deleted', bounded, async () => {
+  await admin.reset();
+  const team = await admin.createTemporaryTeam({ apps: [app()] });
+  const session = connect();
+  session.on('error', () => {}); // a failure shows as the push's rejection
+  try {
+    const jwt = team.providerToken();
+    assert.equal((await push(deviceToken(), { team, jwt, session })).status, 200);
+    await team.delete();
+    const refused = await push(deviceToken(), { team, jwt, session });
+    assert.equal(refused.status, 403);
+    assert.equal(refused.body.reason, 'InvalidProviderToken');
+  } finally {
+    session.close();
+    await team.delete();
+  }
+});
+
+test('a team\'s event stream and channels are its own', bounded, async () => {
+  await admin.reset();
+  await withTeams([{ apps: [app()] }, { apps: [app()] }], async (a, b) => {
+    const stream = b.admin.events({ outcome: 'all' }, { signal: AbortSignal.timeout(15000) });
+    try {
+      await stream.opened;
+      const [aToken, bToken] = [deviceToken(), deviceToken()];
+      assert.equal((await push(aToken, { team: a })).status, 200);
+      assert.equal((await push(bToken, { team: b })).status, 200);
+      const { value: event } = await stream.next();
+      assert.equal(event.type, 'message');
+      assert.equal(event.data.token, bToken, 'B\'s stream skips A\'s push');
+      assert.equal(event.data.auth.teamId, b.teamId);
+    } finally {
+      stream.close();
+    }
+
+    const channel = await a.admin.createChannel({ bundleId: a.apps[0] });
+    const foreign = await rejection(a.admin.createChannel({ bundleId: b.apps[0] }));
+    assert.equal(foreign.status, 400);
+    assert.match(foreign.message, /^bundleId: /);
+    assert.deepEqual((await a.admin.listChannels()).map(c => c.channelId), [channel.channelId]);
+    assert.deepEqual(await b.admin.listChannels(), []);
+    assert.ok((await admin.listChannels()).some(c => c.channelId === channel.channelId), 'unscoped: every team\'s');
+    await a.admin.reset(); // the channels of its apps go with it
+    assert.deepEqual(await a.admin.listChannels(), []);
+  });
 });
 
 test('an unknown team is a 404, a malformed one a 400', bounded, async () => {

@@ -321,6 +321,27 @@ def test_a_deleted_teams_tokens_are_refused_and_its_calls_are_404(admin):
     assert raised.value.status == 404
 
 
+def test_a_teams_event_stream_and_channels_are_its_own(admin):
+    with admin.temporary_team([_app()]) as a, admin.temporary_team([_app()]) as b:
+        a_token, b_token = device_token(), device_token()
+        with b.admin.events(outcome="all") as stream:
+            assert push(a_token, team=a).is_successful
+            assert push(b_token, team=b).is_successful
+            event = next(iter(stream))
+        assert event.type == "message" and event.data["token"] == b_token  # B's stream skips A's push
+        assert event.data["auth"]["teamId"] == b.team_id
+
+        channel = a.admin.create_channel(a.apps[0])
+        with pytest.raises(AdminError) as raised:
+            a.admin.create_channel(b.apps[0])
+        assert raised.value.status == 400 and raised.value.message.startswith("bundleId: ")
+        assert [c["channelId"] for c in a.admin.channels()] == [channel["channelId"]]
+        assert b.admin.channels() == []
+        assert channel["channelId"] in [c["channelId"] for c in admin.channels()]  # unscoped: every team's
+        a.admin.reset()  # the channels of its apps go with it
+        assert a.admin.channels() == []
+
+
 def test_unknown_and_malformed_teams(admin):
     with pytest.raises(AdminError) as raised:
         admin.for_team("NOSUCHTEAM").notifications()
