@@ -373,8 +373,8 @@ class AdminClient {
  * PEM, as a `.p8` file holds it, for your APNs client), `apps`, `team` (the team as the mock listed
  * it) and `admin`, an `AdminClient` scoped to the team. `providerToken()` signs a token the mock
  * attributes to the team; `delete()` deletes the team (once; a team already gone counts as
- * deleted). With `await using team = await admin.createTemporaryTeam(…)` (where the runtime has
- * `Symbol.asyncDispose`) it is deleted when the block ends.
+ * deleted). Where the runtime has `Symbol.asyncDispose`, that method calls `delete()`, so
+ * `await using team = await admin.createTemporaryTeam(…)` deletes it when the block ends.
  */
 class TemporaryTeam {
   constructor(owner, team, keyId, privateKeyPem) {
