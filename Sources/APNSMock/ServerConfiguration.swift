@@ -25,6 +25,8 @@ public struct ServerConfiguration: Sendable {
     /// After a rejected request, lower the connection's MAX_CONCURRENT_STREAMS to 1 until a
     /// request is accepted again, as production APNs was seen to do (pushy #356/#486/#732).
     public var shrinkStreamsAfterRejection: Bool
+    /// `validation.magicDeviceTokens`: device tokens `fa11<status>…` are answered that status.
+    public var magicDeviceTokens = false
     /// Apple's connection penalty (`server.errorDisconnect`), off when `nil`.
     public var errorDisconnect: Configuration.Server.ErrorDisconnect?
     /// A connection with no traffic for this long gets GOAWAY `{"reason":"IdleTimeout"}`.
@@ -100,6 +102,7 @@ public struct ServerConfiguration: Sendable {
         http2 = HTTP2Settings(maxConcurrentStreams: UInt32(clamping: server.maxConcurrentStreams))
         http2.streamsBeforeAuthentication = UInt32(clamping: server.streamsBeforeAuthentication)
         shrinkStreamsAfterRejection = server.shrinkStreamsAfterRejection
+        magicDeviceTokens = configuration.validation.magicDeviceTokens
         errorDisconnect = server.errorDisconnect
         // 0 (never) as a timer that does not fire in practice: a century.
         idleTimeout = server.idleTimeout == 0 ? .hours(24 * 365 * 100) : .seconds(Int64(server.idleTimeout))

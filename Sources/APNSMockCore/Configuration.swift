@@ -294,6 +294,8 @@ public struct Configuration: Sendable, Equatable {
         public var badEnvironmentKeyReason: EnvironmentKeyReasonSpelling = .documented
         /// Only an integer `iat` in provider tokens (see ``ValidationSettings/strictProviderTokens``).
         public var strictProviderTokens = false
+        /// Device tokens starting `fa11<status>` are answered that status (``MagicDeviceToken``).
+        public var magicDeviceTokens = false
 
         public init() {}
 
@@ -618,12 +620,13 @@ extension Configuration {
     private static func decodeValidation<N>(_ field: Field<N>) throws(ConfigurationError) -> Validation {
         let fields = try field.mapping(allowing: [
             "strictDeviceTokens", "strictLint", "lintRejectionReason", "topicPolicy", "rateLimit",
-            "badEnvironmentKeyReason", "strictProviderTokens",
+            "badEnvironmentKeyReason", "strictProviderTokens", "magicDeviceTokens",
         ])
         var validation = Validation()
         if let value = fields.optional("strictDeviceTokens") { validation.strictDeviceTokens = try value.boolean() }
         if let value = fields.optional("strictProviderTokens") { validation.strictProviderTokens = try value.boolean() }
         if let value = fields.optional("strictLint") { validation.strictLint = try value.boolean() }
+        if let value = fields.optional("magicDeviceTokens") { validation.magicDeviceTokens = try value.boolean() }
         if let value = fields.optional("lintRejectionReason") {
             let reason = try value.oneOf(Reason.self)
             guard reason.status == 400 else {

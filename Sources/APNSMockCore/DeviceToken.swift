@@ -27,3 +27,33 @@ public enum DeviceToken {
         token.utf8.contains(where: \.isUppercaseHexLetter) ? token.lowercased() : token
     }
 }
+
+/// Magic device tokens (`validation.magicDeviceTokens`, off unless configured; docs/teams.md): a
+/// device token that starts with ``prefix`` and one of ``answers``' statuses
+/// (`fa11410…`, `fa11503…`) is answered that status and reason when the mock would otherwise have
+/// accepted the push, so a test can reach an error path with no admin call at all. The record says
+/// `injected: true`, as for a fault rule's answer.
+public enum MagicDeviceToken {
+    /// `fa11` ("fail"), in any case.
+    public static let prefix = "fa11"
+
+    /// The statuses a magic token may name, and the reason each is answered with.
+    public static let answers: [(status: Int, reason: Reason)] = [
+        (400, .badDeviceToken), (403, .expiredProviderToken), (410, .unregistered), (429, .tooManyRequests),
+        (500, .internalServerError), (503, .serviceUnavailable),
+    ]
+
+    /// The reason `token` asks for, or `nil` when it is no magic token.
+    public static func reason(for token: String) -> Reason? {
+        var bytes = token.utf8.makeIterator()
+        for expected in prefix.utf8 {
+            guard let byte = bytes.next(), byte | 0x20 == expected else { return nil }
+        }
+        var status = 0
+        for _ in 0..<3 {
+            guard let byte = bytes.next(), (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return nil }
+            status = status * 10 + Int(byte - UInt8(ascii: "0"))
+        }
+        return answers.first { $0.status == status }?.reason
+    }
+}

@@ -158,6 +158,10 @@ public struct EnvironmentVariables: Sendable, Equatable {
             }
             configuration.devices.tokens = entries
         },
+        Variable("APNS_MOCK_MAGIC_DEVICE_TOKENS", "validation.magicDeviceTokens (true or false)") {
+            field, configuration throws(ConfigurationError) in
+            configuration.validation.magicDeviceTokens = try field.boolean()
+        },
         Variable("APNS_MOCK_RECORDING_CAPACITY", "recording.capacity") { field, configuration throws(ConfigurationError) in
             configuration.recording.capacity = try field.integer(in: Configuration.Recording.capacityRange)
         },

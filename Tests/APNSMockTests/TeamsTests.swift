@@ -249,3 +249,43 @@ extension AdminResponse {
     /// The body as text, for checking what a message names.
     var text: String { String(decoding: body, as: UTF8.self) }
 }
+
+/// Magic device tokens (`validation.magicDeviceTokens`): off unless configured; on, a token
+/// `fa11<status>…` is answered that status where the push would have been accepted.
+@Suite("Magic device tokens", .timeLimit(.minutes(2)))
+struct MagicDeviceTokenTests {
+    static func token(_ status: String) -> String {
+        "fa11" + status + String(repeating: "0", count: 57)
+    }
+
+    @Test func theTokenNamesTheAnswer() async throws {
+        #expect(MagicDeviceToken.reason(for: Self.token("410")) == .unregistered)
+        #expect(MagicDeviceToken.reason(for: "FA11503" + String(repeating: "0", count: 57)) == .serviceUnavailable)
+        #expect(MagicDeviceToken.reason(for: Self.token("418")) == nil)
+        #expect(MagicDeviceToken.reason(for: "fa1") == nil)
+        try await MockHarness.withRunningMock(configure: { $0.magicDeviceTokens = true }) { mock in
+            let url = { (token: String) in "\(mock.baseURL)/3/device/\(token)" }
+            for (status, reason) in MagicDeviceToken.answers where status != 403 {
+                let response = try await Curl.send(url: url(Self.token(String(status))), caPath: mock.caPath)
+                #expect(response.status == status && response.reason == reason.rawValue, "\(status): \(response.status)")
+            }
+            // A request with its own error keeps it: the magic answers only what would be accepted.
+            let wrongTopic = try await Curl.send(
+                url: url(Self.token("410")), caPath: mock.caPath, headers: ["apns-topic": "com.example.other"])
+            #expect(wrongTopic.reason == "TopicDisallowed")
+            // ExpiredProviderToken expires the token, as APNs' answer does: the client signs anew.
+            let expired = try await Curl.send(url: url(Self.token("403")), caPath: mock.caPath)
+            #expect(expired.status == 403 && expired.reason == "ExpiredProviderToken")
+            let records = try await mock.admin.notifications(RecordQuery(outcome: .rejected)).notifications
+            #expect(records.count == MagicDeviceToken.answers.count + 1)
+            #expect(records.filter { $0.reason != "TopicDisallowed" }.allSatisfy { $0.injected })
+            let stats = try await mock.admin.stats()
+            #expect(stats.byReason["Unregistered"] == 1 && stats.byReason["ServiceUnavailable"] == 1)
+        }
+        // Off by default: the same token is an ordinary token.
+        try await MockHarness.withRunningMock { mock in
+            let response = try await Curl.send(url: "\(mock.baseURL)/3/device/\(Self.token("410"))", caPath: mock.caPath)
+            #expect(response.status == 200)
+        }
+    }
+}

@@ -219,10 +219,14 @@ func (c *Client) DeleteChannel(ctx context.Context, channelID string) error {
 
 // Clock is the mock's time (GET /v1/clock).
 type Clock struct {
-	// OffsetSeconds is how far the mock's time runs ahead of the wall clock.
+	// OffsetSeconds is how far the mock's time runs ahead of the wall clock (for a team: the
+	// global offset plus the team's own).
 	OffsetSeconds int64  `json:"offsetSeconds"`
 	Now           string `json:"now"`       // the mock's time, RFC 3339
 	WallClock     string `json:"wallClock"` // RFC 3339
+	// TeamOffsetSeconds is the team's own part of OffsetSeconds (a client scoped to a team; 0
+	// otherwise).
+	TeamOffsetSeconds int64 `json:"teamOffsetSeconds"`
 }
 
 // Clock returns the mock's time (GET /v1/clock).
@@ -241,13 +245,15 @@ func (c *Client) AdvanceClock(ctx context.Context, seconds int64) (Clock, error)
 }
 
 // Reset forgets the records and sets the devices, channels, fault rules and clock back to the
-// configuration's (POST /v1/reset). Call it first in every test.
+// configuration's (POST /v1/reset). Call it first in every test. Unscoped, it resets every team's
+// state too (teams added at run time stay); scoped to a team, only that team's.
 func (c *Client) Reset(ctx context.Context) error {
 	return c.call(ctx, http.MethodPost, "/v1/reset", nil, nil, nil)
 }
 
 // Stats returns the counters (GET /v1/stats): "requests", "accepted", "rejected", "byStatus",
-// "byReason", "connections", "recording"... Numbers are float64.
+// "byReason", "connections", "recording"... Numbers are float64. Scoped to a team: the team's
+// counts, and "team".
 func (c *Client) Stats(ctx context.Context) (map[string]any, error) {
 	var stats map[string]any
 	err := c.call(ctx, http.MethodGet, "/v1/stats", nil, nil, &stats)

@@ -8,6 +8,10 @@
 //
 //	mock := apnsmock.NewClient("http://127.0.0.1:2198")
 //	records, err := mock.WaitFor(ctx, apnsmock.Query{Token: token}, 1, 5*time.Second)
+//
+// Tests that share one mock at the same time each take a team of their own (NewTestTeam): a key
+// to sign their provider tokens with, and an admin client scoped to the team (ForTeam) that sees
+// only the team's records, faults, devices and clock.
 package apnsmock
 
 import (
@@ -32,6 +36,7 @@ const DefaultTimeout = 10 * time.Second
 type Client struct {
 	baseURL string
 	token   string
+	team    string // the APNS-Mock-Team header's value, "" unscoped
 	http    *http.Client
 	timeout time.Duration
 }
@@ -126,6 +131,9 @@ func (c *Client) newRequest(ctx context.Context, method, path string, query url.
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if c.team != "" {
+		req.Header.Set(TeamHeader, c.team)
 	}
 	return req, nil
 }

@@ -61,17 +61,9 @@ var pusher struct {
 // setUpPusher makes the HTTP/2 client (trusting the mock's CA) and signs one provider token for
 // the whole run, as a provider keeps its token (APNs refuses one changed too often).
 func setUpPusher() error {
-	caPEM, err := os.ReadFile(env.caFile)
-	if err != nil {
+	var err error
+	if pusher.client, err = http2Client(); err != nil {
 		return err
-	}
-	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(caPEM) {
-		return errors.New("no certificate in " + env.caFile)
-	}
-	pusher.client = &http.Client{
-		Timeout:   10 * time.Second,
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, ForceAttemptHTTP2: true},
 	}
 	keyPEM, err := os.ReadFile(env.keyFile)
 	if err != nil {
@@ -89,22 +81,44 @@ func setUpPusher() error {
 	if !ok {
 		return errors.New(env.keyFile + " is not an ECDSA key")
 	}
+	pusher.bearer, err = providerToken(key, env.keyID, env.teamID)
+	return err
+}
+
+// http2Client returns a client of the mock's APNs listener: HTTP/2 over TLS, trusting the mock's
+// CA, with a transport (so connections) of its own.
+func http2Client() (*http.Client, error) {
+	caPEM, err := os.ReadFile(env.caFile)
+	if err != nil {
+		return nil, err
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(caPEM) {
+		return nil, errors.New("no certificate in " + env.caFile)
+	}
+	return &http.Client{
+		Timeout:   10 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, ForceAttemptHTTP2: true},
+	}, nil
+}
+
+// providerToken signs an ES256 provider token (JWT) for teamID's key keyID, issued now.
+func providerToken(key *ecdsa.PrivateKey, keyID, teamID string) (string, error) {
 	segment := func(v any) string {
 		data, _ := json.Marshal(v)
 		return base64.RawURLEncoding.EncodeToString(data)
 	}
-	input := segment(map[string]string{"alg": "ES256", "kid": env.keyID}) + "." +
-		segment(map[string]any{"iss": env.teamID, "iat": time.Now().Unix()})
+	input := segment(map[string]string{"alg": "ES256", "kid": keyID}) + "." +
+		segment(map[string]any{"iss": teamID, "iat": time.Now().Unix()})
 	digest := sha256.Sum256([]byte(input))
 	r, s, err := ecdsa.Sign(rand.Reader, key, digest[:])
 	if err != nil {
-		return err
+		return "", err
 	}
 	signature := make([]byte, 64) // JOSE: r || s, 32 bytes each
 	r.FillBytes(signature[:32])
 	s.FillBytes(signature[32:])
-	pusher.bearer = input + "." + base64.RawURLEncoding.EncodeToString(signature)
-	return nil
+	return input + "." + base64.RawURLEncoding.EncodeToString(signature), nil
 }
 
 // push sends payload to the device token with apns-push-type alert, priority 10, and extra
@@ -114,6 +128,12 @@ func push(t *testing.T, token string, payload any, headers map[string]string) ap
 	if pusher.once.Do(func() { pusher.err = setUpPusher() }); pusher.err != nil {
 		t.Fatal("push client:", pusher.err)
 	}
+	return pushWith(t, pusher.client, pusher.bearer, env.topic, token, payload, headers)
+}
+
+// pushWith pushes as push does, over client, with this provider token and topic.
+func pushWith(t *testing.T, client *http.Client, bearer, topic, token string, payload any, headers map[string]string) apnsResponse {
+	t.Helper()
 	body, err := json.Marshal(payload)
 	if err != nil {
 		t.Fatal(err)
@@ -122,14 +142,14 @@ func push(t *testing.T, token string, payload any, headers map[string]string) ap
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("authorization", "bearer "+pusher.bearer)
-	req.Header.Set("apns-topic", env.topic)
+	req.Header.Set("authorization", "bearer "+bearer)
+	req.Header.Set("apns-topic", topic)
 	req.Header.Set("apns-push-type", "alert")
 	req.Header.Set("apns-priority", "10")
 	for name, value := range headers {
 		req.Header.Set(name, value)
 	}
-	resp, err := pusher.client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal("push:", err)
 	}

@@ -64,7 +64,9 @@ struct Routes: Sendable {
             teams: state.teams, settings: configuration.validation, tokenUpdateInterval: configuration.tokenUpdateInterval,
             fallbackTopics: configuration.allowedTopics, narrowsTopics: configuration.allowedTopics != .any)
         let pipeline = Pipeline(
-            policy: Policy(state: state, shrinksStreamsAfterRejection: configuration.shrinkStreamsAfterRejection),
+            policy: Policy(
+                state: state, shrinksStreamsAfterRejection: configuration.shrinkStreamsAfterRejection,
+                magicDeviceTokens: configuration.magicDeviceTokens),
             recorder: Recorder(state: state, logger: logger))
         let device = DeviceAPI(configuration: configuration, authenticator: authenticator, pipeline: pipeline)
         let broadcast = BroadcastAPI(configuration: configuration, authenticator: authenticator, pipeline: pipeline)

@@ -171,7 +171,8 @@ struct Authenticator: Sendable {
         let issuedAt = iat &+ seen.offsetAtFirstSight
         var result = check(key: key, issuedAt: issuedAt, summary: summary, environment: environment, now: now)
         guard result.failure == nil else { return result }
-        if let binding = state.binding {
+        // A connection whose bound key's team was removed starts again with this token.
+        if let binding = state.binding, !binding.key.space.isRetired {
             // "The key ID in the provider token isn't related to the key ID of the token used in
             // the first push of this connection": the bound key, or its related key.
             if !TokenKeys.relates(binding.key, key) {

@@ -14,6 +14,17 @@ struct Policy: Sendable {
     let state: MockState
     /// `server.shrinkStreamsAfterRejection`.
     let shrinksStreamsAfterRejection: Bool
+    /// `validation.magicDeviceTokens`: the rules a magic device token names (``MagicDeviceToken``),
+    /// by reason; `nil` while off.
+    let magicRules: [Reason: FaultRule]?
+
+    init(state: MockState, shrinksStreamsAfterRejection: Bool, magicDeviceTokens: Bool = false) {
+        self.state = state
+        self.shrinksStreamsAfterRejection = shrinksStreamsAfterRejection
+        magicRules = magicDeviceTokens
+            ? Dictionary(uniqueKeysWithValues: MagicDeviceToken.answers.map { ($0.reason, FaultRule(respond: Rejection($0.reason))) })
+            : nil
+    }
 
     /// The rate limiter (for the verdicts it concerns), then the fault rules; a rule's answer
     /// replaces the verdict's. Returns the request's actions.
@@ -26,11 +37,16 @@ struct Policy: Sendable {
         // The team's rules first, then the mock's; the facts are gathered only when some rule could
         // use them.
         let teamHasRules = team?.faults.hasRules ?? false
-        guard teamHasRules || state.faults.hasRules else { return actions }
+        guard teamHasRules || state.faults.hasRules || magicRules != nil else { return actions }
         let facts = verdict.faultFacts(for: request, connection: context.connectionNumber, requestNumber: requestNumber)
         var fired: FaultRule?
         if teamHasRules, let team { fired = team.faults.apply(facts) }
         if fired == nil, state.faults.hasRules { fired = state.faults.apply(facts) }
+        // A magic device token answers what it names where the push would have been accepted.
+        if fired == nil, let magicRules, V.kind == .device, verdict.rejection == nil, let token = facts.token,
+           let reason = MagicDeviceToken.reason(for: token) {
+            fired = magicRules[reason]
+        }
         if let rule = fired,
            let rejection = actions.apply(rule, now: team?.clock.nowMilliseconds ?? state.clock.nowMilliseconds) {
             verdict.replaceAnswer(with: rejection)

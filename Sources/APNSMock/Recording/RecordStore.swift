@@ -241,13 +241,22 @@ final class RecordStore: Sendable {
     func hideTeam(_ teamID: String, through seq: UInt64) {
         hiddenTeams.withLock { hidden in
             hidden[teamID] = seq
-            // Marks below the whole ring's clearing hide nothing more: forget them (bounded by
-            // the teams that reset since the last `/v1/reset`).
-            let cleared = clearedThrough
-            hidden = hidden.filter { $0.value > cleared }
+            // Marks below the whole ring's clearing, or below the oldest record it holds, hide
+            // nothing more: forget them. What is left is bounded by the teams reset or removed
+            // within one ring's worth of records, and by ``maximumTeamMarks`` (the oldest go first).
+            let floor = max(clearedThrough, oldestKept(last: lastSeq) - 1)
+            hidden = hidden.filter { $0.value > floor }
+            if hidden.count > Self.maximumTeamMarks {
+                for (team, _) in hidden.sorted(by: { $0.value < $1.value }).prefix(hidden.count - Self.maximumTeamMarks) {
+                    hidden[team] = nil
+                }
+            }
             hidesTeams.store(!hidden.isEmpty, ordering: .releasing)
         }
     }
+
+    /// The most team marks kept (each a team ID and a number).
+    static let maximumTeamMarks = 100_000
 
     /// The teams' marks, for one query (empty while no team was cleared).
     var hiddenTeamMarks: [String: UInt64] {

@@ -35,14 +35,22 @@ import java.util.stream.Collectors;
  *
  * An answer outside 2xx throws {@link AdminException} with the server's message; a wait that
  * times out throws {@link WaitTimeoutError} (an AssertionError) with what did arrive.
+ *
+ * <p>Teams: {@link #forTeam(String)} returns a client whose calls carry the header
+ * {@code APNS-Mock-Team} and so see and change only that team's records, stats, devices, faults,
+ * channels and clock; {@link #createTeam}, {@link #teams()} and {@link #deleteTeam} manage the
+ * teams, and {@link ApnsMockTeam#create} makes a team with a fresh key for one test.
  */
 public final class AdminClient {
     public static final String DEFAULT_URL = "http://127.0.0.1:2198";
+    /** The header that scopes a call to one team. */
+    public static final String TEAM_HEADER = "APNS-Mock-Team";
 
     private final String base;
     private final String token;
     private final Duration timeout;
     private final HttpClient http;
+    private final String team;
 
     /** The admin API at {@code url}, no admin token, 10 s per request. */
     public AdminClient(String url) {
@@ -55,10 +63,33 @@ public final class AdminClient {
         this.token = token;
         this.timeout = timeout;
         this.http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(timeout).build();
+        this.team = null;
+    }
+
+    private AdminClient(AdminClient other, String team) {
+        this.base = other.base;
+        this.token = other.token;
+        this.timeout = other.timeout;
+        this.http = other.http;
+        this.team = team;
     }
 
     public String url() {
         return base;
+    }
+
+    /**
+     * A client of the same mock (address, admin token, timeout, connections) whose calls are
+     * scoped to {@code teamId}: each sends {@code APNS-Mock-Team: <teamId>}. Null or empty: an
+     * unscoped client (the whole mock). This client is unchanged.
+     */
+    public AdminClient forTeam(String teamId) {
+        return new AdminClient(this, teamId == null || teamId.isEmpty() ? null : teamId);
+    }
+
+    /** The team the calls are scoped to, or null (the whole mock). */
+    public String team() {
+        return team;
     }
 
     // Records
@@ -241,9 +272,51 @@ public final class AdminClient {
         send("DELETE", "/v1/channels/" + segment(channelId), null, null);
     }
 
+    // Teams (never scoped: the header is ignored there)
+
+    /**
+     * {@code POST /v1/teams}: adds a team ({@code teamId}, {@code apps}, optionally {@code keys}
+     * — each {@code keyId}, {@code pem} (a P-256 public key or .p8), {@code environment},
+     * {@code topics}, {@code relatedKeyId} — and {@code devices}) and returns it as listed:
+     * {@code teamId}, {@code apps}, {@code keys} (without PEM), {@code devices}
+     * ({@code policy}, {@code count}), {@code source}. A malformed team is an AdminException 400
+     * naming the field; a team ID, key ID or app taken, or the limit of 1,000 teams, a 409.
+     */
+    public Map<String, Object> createTeam(Map<String, ?> team) {
+        return object("POST", "/v1/teams", null, team);
+    }
+
+    /** {@code POST /v1/teams} with one key: {@code keyPem} a P-256 public key PEM (or a .p8); {@code keyId} null: no key. */
+    public Map<String, Object> createTeam(String teamId, List<String> apps, String keyId, String keyPem) {
+        Map<String, Object> body = new LinkedHashMap<>();
+        body.put("teamId", teamId);
+        body.put("apps", apps);
+        if (keyId != null) {
+            Map<String, Object> key = new LinkedHashMap<>();
+            key.put("keyId", keyId);
+            key.put("pem", keyPem);
+            body.put("keys", List.of(key));
+        }
+        return createTeam(body);
+    }
+
+    /** {@code GET /v1/teams}: the configuration's teams first, then those added, in order of addition. */
+    public List<Map<String, Object>> teams() {
+        return list(object("GET", "/v1/teams", null, null), "teams");
+    }
+
+    /**
+     * {@code DELETE /v1/teams/{teamId}}: removes a team added at run time with its keys (their
+     * tokens are 403 InvalidProviderToken from then on), records, devices, faults, channels and
+     * clock. AdminException 404 for an unknown team, 409 for one of the configuration file.
+     */
+    public void deleteTeam(String teamId) {
+        send("DELETE", "/v1/teams/" + segment(teamId), null, null);
+    }
+
     // Clock, state, observability
 
-    /** {@code GET /v1/clock}: {@code {"offsetSeconds", "now", "wallClock"}}. */
+    /** {@code GET /v1/clock}: {@code {"offsetSeconds", "now", "wallClock"}} (scoped: and {@code teamOffsetSeconds}, the team's own part). */
     public Map<String, Object> clock() {
         return object("GET", "/v1/clock", null, null);
     }
@@ -253,7 +326,10 @@ public final class AdminClient {
         return object("POST", "/v1/clock", null, Map.of("advanceSeconds", seconds));
     }
 
-    /** {@code POST /v1/reset}: records, devices, channels, faults, clock back to the configuration's. */
+    /**
+     * {@code POST /v1/reset}: records, devices, channels, faults, clock back to the configuration's.
+     * Unscoped it resets every team's state too (teams added at run time stay); scoped, only the team's.
+     */
     public void reset() {
         send("POST", "/v1/reset", null, null);
     }
@@ -341,6 +417,9 @@ public final class AdminClient {
         }
         if (token != null && !token.isEmpty()) {
             builder.header("Authorization", "Bearer " + token);
+        }
+        if (team != null) {
+            builder.header(TEAM_HEADER, team);
         }
         return builder;
     }

@@ -253,6 +253,15 @@ public class ApnsMockContainer implements AutoCloseable {
         return admin;
     }
 
+    /**
+     * A team of its own for one test ({@link ApnsMockTeam#create}): a random team ID, a fresh
+     * P-256 key, {@code apps} (none: one made from the team ID) and an admin client scoped to it;
+     * close it to delete it.
+     */
+    public ApnsMockTeam newTeam(String... apps) {
+        return ApnsMockTeam.create(admin(), apps);
+    }
+
     /** The CA certificate (PEM) the TLS listeners are issued under ({@code GET /v1/ca.pem}). */
     public String caPem() {
         return admin().caPem();

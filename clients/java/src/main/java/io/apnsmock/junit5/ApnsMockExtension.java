@@ -2,7 +2,10 @@ package io.apnsmock.junit5;
 
 import io.apnsmock.AdminClient;
 import io.apnsmock.ApnsMockContainer;
+import io.apnsmock.ApnsMockTeam;
+import java.lang.reflect.Method;
 import java.nio.file.Path;
+import java.util.Arrays;
 import org.junit.jupiter.api.extension.AfterAllCallback;
 import org.junit.jupiter.api.extension.BeforeAllCallback;
 import org.junit.jupiter.api.extension.BeforeEachCallback;
@@ -31,6 +34,21 @@ import org.junit.jupiter.api.extension.ParameterResolver;
  *
  * With {@code @ExtendWith(ApnsMockExtension.class)} instead, a test method or constructor takes
  * the {@link ApnsMockContainer} or its {@link AdminClient} as a parameter.
+ *
+ * <p>A test method that takes an {@link ApnsMockTeam} parameter gets a team of its own, created
+ * before the test (a random team ID, a fresh P-256 key, its apps: {@link TeamApps}, or one made
+ * from the team ID) and deleted after it. Such a test is not preceded by the mock-wide reset
+ * (which would reset every team, those of tests running at the same time too): its team starts
+ * empty. Tests that run in parallel on one container should each take a team and assert through
+ * {@code team.admin()}, which sees that team's records only.
+ *
+ * <pre>{@code
+ * @Test
+ * void sendsTheWelcomePush(ApnsMockTeam team) {
+ *     service.pushTo(apns.apnsUrl(), apns.caFile(), team.providerToken(), team.topic());
+ *     team.admin().waitFor(Query.ofToken(device), 1, Duration.ofSeconds(5));
+ * }
+ * }</pre>
  */
 public class ApnsMockExtension implements BeforeAllCallback, AfterAllCallback, BeforeEachCallback, ParameterResolver {
     private final ApnsMockContainer container;
@@ -64,7 +82,9 @@ public class ApnsMockExtension implements BeforeAllCallback, AfterAllCallback, B
 
     @Override
     public void beforeEach(ExtensionContext context) {
-        if (resetBeforeEach && container.isRunning()) {
+        boolean takesTeam = context.getTestMethod().map(Method::getParameterTypes)
+                .map(types -> Arrays.asList(types).contains(ApnsMockTeam.class)).orElse(false);
+        if (resetBeforeEach && !takesTeam && container.isRunning()) {
             container.admin().reset();
         }
     }
@@ -72,7 +92,7 @@ public class ApnsMockExtension implements BeforeAllCallback, AfterAllCallback, B
     @Override
     public boolean supportsParameter(ParameterContext parameter, ExtensionContext context) {
         Class<?> type = parameter.getParameter().getType();
-        return type == ApnsMockContainer.class || type == AdminClient.class;
+        return type == ApnsMockContainer.class || type == AdminClient.class || type == ApnsMockTeam.class;
     }
 
     @Override
@@ -81,7 +101,20 @@ public class ApnsMockExtension implements BeforeAllCallback, AfterAllCallback, B
         if (!container.isRunning()) {
             throw new ParameterResolutionException("apns-mock's container is not running (register the extension on the class)");
         }
+        if (type == ApnsMockTeam.class) {
+            String[] apps = parameter.findAnnotation(TeamApps.class).map(TeamApps::value).orElse(new String[0]);
+            ApnsMockTeam team = container.newTeam(apps);
+            // Deleted when the context the parameter was resolved in ends: after the test method.
+            context.getStore(ExtensionContext.Namespace.create(ApnsMockExtension.class, context.getUniqueId()))
+                    .put(parameter.getParameter().toString() + "#" + parameter.getIndex(), (ExtensionContext.Store.CloseableResource) team::close);
+            return team;
+        }
         return type == AdminClient.class ? container.admin() : container;
+    }
+
+    /** A team of its own (see {@link ApnsMockContainer#newTeam}); the caller closes it. */
+    public ApnsMockTeam newTeam(String... apps) {
+        return container.newTeam(apps);
     }
 
     public ApnsMockContainer container() {
