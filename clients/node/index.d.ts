@@ -9,6 +9,11 @@ export interface AdminClientOptions {
   token?: string;
   /** Each request's timeout in milliseconds; default 10000. */
   timeoutMs?: number;
+  /**
+   * A team ID: every call is scoped to that team (sent as the `APNS-Mock-Team` header); without it
+   * calls act on the whole mock.
+   */
+  team?: string | null;
 }
 
 /** The filters of /v1/notifications, /wait and /v1/events; unset ones are left out. */
@@ -152,6 +157,10 @@ export interface Reason {
 export class AdminClient {
   constructor(options?: AdminClientOptions);
   readonly url: URL;
+  /** The team this client is scoped to, or null. */
+  readonly team: string | null;
+  /** The same mock, URL, token and timeout, scoped to `teamId` (null: unscoped). */
+  forTeam(teamId: string | null): AdminClient;
   health(): Promise<{ status: string; ports: Record<string, number | number[]> }>;
   listNotifications(filter?: NotificationFilter): Promise<NotificationPage>;
   /** Resolves to the records; rejects with WaitTimeoutError when fewer than `count` matched in time. */
@@ -185,6 +194,14 @@ export class AdminClient {
   reasons(): Promise<Reason[]>;
   caPem(): Promise<string>;
   metrics(): Promise<string>;
+  /** POST /v1/teams: the team as listed; AdminError 400 (the field at fault) or 409 (taken). */
+  createTeam(team: TeamDefinition): Promise<Team>;
+  /** GET /v1/teams: configured teams first, then those added. */
+  listTeams(): Promise<Team[]>;
+  /** DELETE /v1/teams/{teamId}: AdminError 404 (unknown) or 409 (a team of the configuration). */
+  deleteTeam(teamId: string): Promise<void>;
+  /** Creates a team with a fresh P-256 key (random team and key IDs unless given). */
+  createTemporaryTeam(options: TemporaryTeamOptions): Promise<TemporaryTeam>;
 }
 
 /** A non-2xx answer; `message` is the server's `{"error"}` text unchanged. */
@@ -204,3 +221,84 @@ export class WaitTimeoutError extends Error {
   readonly records: NotificationRecord[];
   readonly page: NotificationPage;
 }
+
+/** A team to create (POST /v1/teams). */
+export interface TeamDefinition {
+  /** 10 uppercase letters and digits. */
+  teamId: string;
+  /** At least one bundle ID; none of another team's. */
+  apps: string[];
+  keys?: TeamKeyDefinition[];
+  devices?: TeamDevices;
+}
+
+export interface TeamKeyDefinition {
+  keyId: string;
+  /** A P-256 key given inline: the private `.p8` text or the public PEM. */
+  pem: string;
+  environment?: 'any' | 'sandbox' | 'production';
+  /** A subset of the team's apps; default all of them. */
+  topics?: string[];
+  relatedKeyId?: string;
+}
+
+export interface TeamDevices {
+  /** Absent: the mock's policy applies to the team's pushes. */
+  policy?: 'open' | 'registered';
+  tokens?: Device[];
+}
+
+/** A team as GET /v1/teams lists it. */
+export interface Team {
+  teamId: string;
+  apps: string[];
+  /** `topics` empty: every app of the team; `relatedKeyId` absent when there is none. */
+  keys: { keyId: string; environment: string; topics: string[]; relatedKeyId?: string | null; [key: string]: any }[];
+  /** `policy` absent (or null) when the mock's policy applies. */
+  devices: { policy?: 'open' | 'registered' | null; count: number };
+  source: 'configuration' | 'api';
+  [key: string]: any;
+}
+
+export interface TemporaryTeamOptions {
+  /** Bundle IDs no other team has. */
+  apps: string[] | string;
+  devices?: TeamDevices;
+  /** The key's environment; default `any`. */
+  environment?: 'any' | 'sandbox' | 'production';
+  /** Default: random, 10 uppercase letters and digits. */
+  teamId?: string;
+  /** Default: random, 10 uppercase letters and digits. */
+  keyId?: string;
+}
+
+/** A team made by `createTemporaryTeam`; `delete()` (or `await using`) deletes it. */
+export class TemporaryTeam {
+  readonly teamId: string;
+  readonly keyId: string;
+  /** The private key, PKCS #8 PEM (as a `.p8` file holds it). */
+  readonly privateKeyPem: string;
+  readonly apps: string[];
+  /** The team as the mock listed it when it was created. */
+  readonly team: Team;
+  /** An AdminClient scoped to this team. */
+  readonly admin: AdminClient;
+  readonly deleted: boolean;
+  /** An ES256 provider token: iss the team, kid the key, iat now (or `issuedAt`, seconds or a Date). */
+  providerToken(options?: { issuedAt?: number | Date }): string;
+  /** Deletes the team (once; already gone counts as deleted). */
+  delete(): Promise<void>;
+}
+
+/** An ES256 provider token signed with the P-256 private key `key` (a `.p8` file's text). */
+export function providerToken(options: {
+  /** PEM text, a Buffer of it, or a `crypto.KeyObject` (typed loosely: no dependency on Node's types). */
+  key: string | Uint8Array | object;
+  keyId: string;
+  teamId: string;
+  /** Seconds since the epoch, or a Date; default now. */
+  issuedAt?: number | Date;
+}): string;
+
+/** A random team or key ID: 10 uppercase letters and digits. */
+export function randomId(): string;

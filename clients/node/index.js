@@ -10,7 +10,13 @@
  *   await admin.reset();
  *   // … push with the code under test …
  *   const [record] = await admin.waitFor({ token }, { count: 1, timeout: 5 });
+ *
+ * A client made for one team (`new AdminClient({ url, team })`, `admin.forTeam(teamId)`) sends
+ * `APNS-Mock-Team: <teamId>` with every call: records, stats, devices, faults, channels, the clock
+ * and reset are then that team's only. `admin.createTemporaryTeam({ apps })` makes a team with a
+ * fresh P-256 key for one test (or worker); `delete()` it afterwards.
  */
+const crypto = require('crypto');
 const http = require('http');
 const https = require('https');
 
@@ -18,6 +24,9 @@ const DEFAULT_URL = 'http://127.0.0.1:2198';
 const DEFAULT_TIMEOUT_MS = 10000;
 /** The server's own default for `/v1/notifications/wait`'s `timeout`, in seconds. */
 const DEFAULT_WAIT_SECONDS = 5;
+/** The header that scopes an admin call to one team (the server also takes `?team=`). */
+const TEAM_HEADER = 'apns-mock-team';
+const ID_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
 
 /**
  * A non-2xx answer. `message` is the server's `{"error": "…"}` text unchanged (for example
@@ -80,11 +89,22 @@ class AdminClient {
    * @param {string} [options.token] the admin token, sent as `Authorization: Bearer <token>`
    * @param {number} [options.timeoutMs] each request's timeout (default 10000); `waitFor` adds
    *   the wait's own timeout to it; `events` has none (close it, or abort its `signal`)
+   * @param {string} [options.team] a team ID: every call is scoped to that team (sent as the
+   *   `APNS-Mock-Team` header); without it calls act on the whole mock
    */
-  constructor({ url = DEFAULT_URL, token, timeoutMs = DEFAULT_TIMEOUT_MS } = {}) {
+  constructor({ url = DEFAULT_URL, token, timeoutMs = DEFAULT_TIMEOUT_MS, team } = {}) {
     this.url = new URL(url);
     this.token = token;
     this.timeoutMs = timeoutMs;
+    this.team = team || null;
+  }
+
+  /**
+   * A client of the same mock (URL, admin token, timeout) scoped to the team `teamId`; `null`
+   * gives an unscoped one. This client is left as it is.
+   */
+  forTeam(teamId) {
+    return new AdminClient({ url: this.url.href, token: this.token, timeoutMs: this.timeoutMs, team: teamId });
   }
 
   /** Starts a request; `onResponse(res)` gets the response. Returns the `ClientRequest`. */
@@ -93,6 +113,7 @@ class AdminClient {
     const transport = this.url.protocol === 'https:' ? https : http;
     const allHeaders = { accept: 'application/json', ...headers };
     if (this.token) allHeaders.authorization = `Bearer ${this.token}`;
+    if (this.team) allHeaders[TEAM_HEADER] = this.team;
     return transport.request(
       this.url, { method, path: base + path + queryString(query), headers: allHeaders }, onResponse);
   }
@@ -293,6 +314,126 @@ class AdminClient {
   metrics() {
     return this._text('GET', '/metrics');
   }
+
+  /**
+   * `POST /v1/teams` with a team `{teamId, apps, keys?, devices?}` (docs/admin-api.md): resolves
+   * to the team as listed (`source: "api"`). A 400 names the field at fault; 409: the team ID, a
+   * key ID or an app is taken.
+   */
+  createTeam(team) {
+    return this._json('POST', '/v1/teams', { body: team });
+  }
+
+  /** `GET /v1/teams`: the teams, configured ones first, then those added, in order. */
+  async listTeams() {
+    return (await this._json('GET', '/v1/teams')).teams;
+  }
+
+  /**
+   * `DELETE /v1/teams/{teamId}`: the team, its keys (its tokens are refused from now on), records,
+   * devices, faults, channels and clock go. 404: unknown team; 409: a team of the configuration.
+   */
+  async deleteTeam(teamId) {
+    await this._json('DELETE', `/v1/teams/${encodeURIComponent(teamId)}`);
+  }
+
+  /**
+   * Creates a team of its own for one test (or test worker): `apps` (bundle IDs no other team
+   * has), a fresh P-256 key made here (the mock gets its public half), a random team ID and key ID
+   * unless given, `devices` (`{policy, tokens}`) when given, the key's `environment` (`any` by
+   * default). Resolves to a `TemporaryTeam`; `await team.delete()` (or `await using`) deletes it.
+   * @param {{apps: string[], devices?: object, environment?: string, teamId?: string, keyId?: string}} options
+   */
+  async createTemporaryTeam({ apps, devices, environment, teamId, keyId } = {}) {
+    const appList = typeof apps === 'string' ? [apps] : apps;
+    const owner = this.forTeam(null); // teams are made and deleted unscoped
+    const { privateKey, publicKey } = crypto.generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
+    const privateKeyPem = privateKey.export({ type: 'pkcs8', format: 'pem' });
+    const publicKeyPem = publicKey.export({ type: 'spki', format: 'pem' });
+    // A generated ID that happens to be taken (409) is drawn again; given ones are not.
+    const attempts = teamId && keyId ? 1 : 3;
+    for (let attempt = 1; ; attempt++) {
+      const chosenTeam = teamId || randomId();
+      const key = { keyId: keyId || randomId(), pem: publicKeyPem };
+      if (environment !== undefined && environment !== null) key.environment = environment;
+      const body = { teamId: chosenTeam, apps: appList, keys: [key] };
+      if (devices !== undefined && devices !== null) body.devices = devices;
+      try {
+        const view = await owner.createTeam(body);
+        return new TemporaryTeam(owner, view, key.keyId, privateKeyPem);
+      } catch (error) {
+        if (!(error instanceof AdminError && error.status === 409 && attempt < attempts)) throw error;
+      }
+    }
+  }
+}
+
+/**
+ * A team made by `AdminClient#createTemporaryTeam`: `teamId`, `keyId`, `privateKeyPem` (PKCS #8
+ * PEM, as a `.p8` file holds it, for your APNs client), `apps`, `team` (the team as the mock listed
+ * it) and `admin`, an `AdminClient` scoped to the team. `providerToken()` signs a token the mock
+ * attributes to the team; `delete()` deletes the team (once; a team already gone counts as
+ * deleted). Where the runtime has `Symbol.asyncDispose`, that method calls `delete()`, so
+ * `await using team = await admin.createTemporaryTeam(…)` deletes it when the block ends.
+ */
+class TemporaryTeam {
+  constructor(owner, team, keyId, privateKeyPem) {
+    this._owner = owner;
+    this.team = team;
+    this.teamId = team.teamId;
+    this.keyId = keyId;
+    this.privateKeyPem = privateKeyPem;
+    this.apps = Array.isArray(team.apps) ? [...team.apps] : [];
+    this.admin = owner.forTeam(this.teamId);
+    this.deleted = false;
+  }
+
+  /** An ES256 provider token of this team's key (`iss` the team, `kid` the key, `iat` now or `issuedAt`). */
+  providerToken({ issuedAt } = {}) {
+    return providerToken({ key: this.privateKeyPem, keyId: this.keyId, teamId: this.teamId, issuedAt });
+  }
+
+  /** `DELETE /v1/teams/{teamId}`, once; a 404 (already gone) counts as deleted. */
+  async delete() {
+    if (this.deleted) return;
+    try {
+      await this._owner.deleteTeam(this.teamId);
+    } catch (error) {
+      if (!(error instanceof AdminError && error.status === 404)) throw error;
+    }
+    this.deleted = true;
+  }
+}
+if (typeof Symbol.asyncDispose === 'symbol') {
+  TemporaryTeam.prototype[Symbol.asyncDispose] = function dispose() {
+    return this.delete();
+  };
+}
+
+/** A random team or key ID: 10 uppercase letters and digits, as Apple's are. */
+function randomId() {
+  let id = '';
+  for (let i = 0; i < 10; i++) id += ID_ALPHABET[crypto.randomInt(ID_ALPHABET.length)];
+  return id;
+}
+
+/**
+ * An ES256 provider token: header `{"alg":"ES256","kid": keyId}`, claims `{"iss": teamId, "iat"}`
+ * (`issuedAt` in whole seconds since the epoch, or a Date; now by default), signed with the P-256
+ * private key `key` (PEM text, Buffer or KeyObject: a `.p8` file's contents), the signature as JOSE
+ * wants it (r||s). Send it as `authorization: bearer <token>`.
+ */
+function providerToken({ key, keyId, teamId, issuedAt } = {}) {
+  const keyObject = key instanceof crypto.KeyObject ? key : crypto.createPrivateKey(key);
+  if (keyObject.asymmetricKeyType !== 'ec' || keyObject.asymmetricKeyDetails.namedCurve !== 'prime256v1') {
+    throw new TypeError('providerToken: the key is not a P-256 (prime256v1) private key');
+  }
+  const seconds = issuedAt === undefined || issuedAt === null ? Date.now() / 1000
+    : issuedAt instanceof Date ? issuedAt.getTime() / 1000 : Number(issuedAt);
+  const part = value => Buffer.from(JSON.stringify(value)).toString('base64url');
+  const input = `${part({ alg: 'ES256', kid: keyId })}.${part({ iss: teamId, iat: Math.floor(seconds) })}`;
+  const signature = crypto.sign('sha256', Buffer.from(input), { key: keyObject, dsaEncoding: 'ieee-p1363' });
+  return `${input}.${signature.toString('base64url')}`;
 }
 
 /** The `AdminError` for a non-2xx answer. */
@@ -436,4 +577,4 @@ class EventStream {
   }
 }
 
-module.exports = { AdminClient, AdminError, WaitTimeoutError, EventStream };
+module.exports = { AdminClient, AdminError, WaitTimeoutError, EventStream, TemporaryTeam, providerToken, randomId };

@@ -33,23 +33,28 @@ function deviceToken() {
 
 /**
  * One push on a session of its own: resolves to {status, apnsId, body} (body parsed when there is
- * one). Gives up after 10 s.
+ * one). Gives up after 10 s. With `team` (a TemporaryTeam) the token is signed with that team's key
+ * and the topic is its first app unless given; else the mock's key (MOCK_KEY_*) and MOCK_TOPIC.
+ * `jwt` sends that provider token instead; on `session` (from `connect()`) the push shares that
+ * connection and leaves it open.
  */
-function push(token, { title = 'Hello', body = 'from the node client tests', topic = env('MOCK_TOPIC') } = {}) {
+function push(token, { title = 'Hello', body = 'from the node client tests', team, topic, jwt, session: shared } = {}) {
+  if (topic === undefined) topic = team ? team.apps[0] : env('MOCK_TOPIC');
+  const authorization = `bearer ${jwt || (team ? team.providerToken() : providerToken())}`;
   return new Promise((resolve, reject) => {
-    const session = http2.connect(env('MOCK_APNS_URL'), { ca: fs.readFileSync(env('MOCK_CA_FILE')) });
+    const session = shared || connect();
     const fail = error => {
-      session.destroy();
+      if (!shared) session.destroy();
       reject(error);
     };
-    session.on('error', fail);
+    if (!shared) session.on('error', fail);
     const stream = session.request({
       ':method': 'POST',
       ':path': `/3/device/${token}`,
       'apns-topic': topic,
       'apns-push-type': 'alert',
       'apns-priority': '10',
-      authorization: `bearer ${providerToken()}`,
+      authorization,
     });
     let headers = null;
     let text = '';
@@ -59,7 +64,7 @@ function push(token, { title = 'Hello', body = 'from the node client tests', top
     stream.on('error', fail);
     stream.setTimeout(10000, () => fail(new Error(`push to ${token}: no answer within 10 s`)));
     stream.on('end', () => {
-      session.close();
+      if (!shared) session.close();
       if (!headers) return reject(new Error(`push to ${token}: the stream ended without a response`));
       resolve({ status: headers[':status'], apnsId: headers['apns-id'], body: text ? JSON.parse(text) : null });
     });
@@ -67,4 +72,9 @@ function push(token, { title = 'Hello', body = 'from the node client tests', top
   });
 }
 
-module.exports = { push, deviceToken, providerToken };
+/** An HTTP/2 session to MOCK_APNS_URL trusting MOCK_CA_FILE, for several pushes on one connection. */
+function connect() {
+  return http2.connect(env('MOCK_APNS_URL'), { ca: fs.readFileSync(env('MOCK_CA_FILE')) });
+}
+
+module.exports = { push, connect, deviceToken, providerToken };

@@ -25,8 +25,10 @@ def device_token() -> str:
     return secrets.token_hex(32)
 
 
-def push(token: str, title: str = "Hello", **extra_aps):
-    """Sends one alert push with aioapns' token auth; returns its NotificationResult."""
+def push(token: str, title: str = "Hello", *, team=None, topic=None, **extra_aps):
+    """Sends one alert push with aioapns' token auth; returns its NotificationResult. With
+    ``team`` (an apns_mock.TemporaryTeam) it is signed with that team's key, to its first app
+    unless ``topic`` says otherwise; else with the mock's key (MOCK_KEY_*) to MOCK_TOPIC."""
     from aioapns import APNs, NotificationRequest, PushType
     from aioapns.connection import APNsDevelopmentClientProtocol, APNsTLSClientProtocol
 
@@ -36,9 +38,13 @@ def push(token: str, title: str = "Hello", **extra_aps):
     APNsTLSClientProtocol.APNS_PORT = url.port
 
     async def send():
-        with open(env["MOCK_KEY_FILE"]) as handle:
-            key = handle.read()
-        client = APNs(key=key, key_id=env["MOCK_KEY_ID"], team_id=env["MOCK_TEAM_ID"], topic=env["MOCK_TOPIC"],
+        if team is None:
+            with open(env["MOCK_KEY_FILE"]) as handle:
+                key = handle.read()
+            key_id, team_id, default_topic = env["MOCK_KEY_ID"], env["MOCK_TEAM_ID"], env["MOCK_TOPIC"]
+        else:
+            key, key_id, team_id, default_topic = team.private_key_pem, team.key_id, team.team_id, team.apps[0]
+        client = APNs(key=key, key_id=key_id, team_id=team_id, topic=topic or default_topic,
                       use_sandbox=True, ssl_context=ssl.create_default_context(cafile=env["MOCK_CA_FILE"]))
         try:
             request = NotificationRequest(device_token=token, message={"aps": {"alert": {"title": title}, **extra_aps}},

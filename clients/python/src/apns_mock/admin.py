@@ -13,10 +13,16 @@ served at /v1/openapi.json) is returned as plain JSON values: records are dicts 
 docs/admin-api.md's "The record". An error answer raises :class:`AdminError` carrying the
 server's message intact (``"advanceSeconds: expected a whole number …"``); a wait that times out
 raises :class:`WaitTimeout` (an ``AssertionError``) with what did arrive.
+
+A client made for one team (``AdminClient(url, team="TEAM000001")``, or ``admin.for_team(…)``)
+sends ``APNS-Mock-Team: <teamId>`` with every call: records, stats, devices, faults, channels,
+the clock and reset are then that team's only. :meth:`AdminClient.temporary_team` creates a team
+with a fresh key for one test and deletes it afterwards.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import urllib.error
 import urllib.parse
@@ -24,9 +30,11 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Optional, Union
 
-__all__ = ["AdminClient", "AdminError", "WaitTimeout", "NotificationPage", "Event", "EventStream"]
+__all__ = ["AdminClient", "AdminError", "WaitTimeout", "NotificationPage", "Event", "EventStream", "TemporaryTeam"]
 
 DEFAULT_URL = "http://127.0.0.1:2198"
+# The header that scopes an admin call to one team (the server also takes ?team=).
+TEAM_HEADER = "APNS-Mock-Team"
 
 # The record filters, as keyword arguments: Python's name -> the API's query parameter.
 _FILTERS = {
@@ -107,15 +115,23 @@ class Event:
 class AdminClient:
     """The admin API at ``url`` (``http://127.0.0.1:2198`` by default). ``token`` is
     ``admin.token`` when the mock has one; ``timeout`` bounds each request (a wait gets its own
-    timeout on top)."""
+    timeout on top). ``team`` (a team ID) makes every call scoped to that team: it is sent as the
+    ``APNS-Mock-Team`` header, and the records, stats, devices, faults, channels, clock and reset
+    are that team's only; without it calls act on the whole mock."""
 
     url: str = DEFAULT_URL
     token: Optional[str] = None
     timeout: float = 10.0
+    team: Optional[str] = None
     _base: str = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._base = self.url.rstrip("/")
+
+    def for_team(self, team_id: Optional[str]) -> "AdminClient":
+        """The same mock (URL, admin token, timeout) scoped to the team ``team_id``; ``None`` gives
+        an unscoped client. This client is left as it is."""
+        return dataclasses.replace(self, team=team_id)
 
     # Records
 
@@ -268,7 +284,8 @@ class AdminClient:
     # Clock, state, observability
 
     def clock(self) -> dict:
-        """``GET /v1/clock``: ``{"offsetSeconds", "now", "wallClock"}``."""
+        """``GET /v1/clock``: ``{"offsetSeconds", "now", "wallClock"}`` (for a team, also
+        ``teamOffsetSeconds``, its own part of the offset)."""
         return self._json("GET", "/v1/clock")
 
     def advance_clock(self, seconds: int) -> dict:
@@ -278,7 +295,7 @@ class AdminClient:
 
     def reset(self) -> None:
         """``POST /v1/reset``: records, devices, channels, faults, clock and token state back to
-        the configuration's."""
+        the configuration's (every team's too); for a client made for a team, that team's only."""
         self._request("POST", "/v1/reset")
 
     def stats(self) -> dict:
@@ -302,6 +319,60 @@ class AdminClient:
         """``GET /v1/openapi.json``: the API's OpenAPI 3.1 document."""
         return self._json("GET", "/v1/openapi.json")
 
+    # Teams
+
+    def create_team(self, team: dict) -> dict:
+        """``POST /v1/teams`` with a team (``{"teamId", "apps", "keys"?, "devices"?}``, see
+        docs/admin-api.md): returns the team as listed (``source`` ``"api"``). :class:`AdminError`
+        400 names the field at fault; 409 when the team ID, a key ID or an app is taken."""
+        return self._json("POST", "/v1/teams", body=team)
+
+    def list_teams(self) -> List[dict]:
+        """``GET /v1/teams``: the teams, configured ones first, then those added, in order."""
+        return self._json("GET", "/v1/teams")["teams"]
+
+    def delete_team(self, team_id: str) -> None:
+        """``DELETE /v1/teams/{teamId}``: the team, its keys (its tokens are refused from now on),
+        records, devices, faults, channels and clock go. :class:`AdminError` 404 for an unknown
+        team, 409 for one of the configuration file."""
+        self._request("DELETE", "/v1/teams/" + _segment(team_id))
+
+    def temporary_team(
+        self,
+        apps: List[str],
+        *,
+        devices: Optional[dict] = None,
+        environment: Optional[str] = None,
+        team_id: Optional[str] = None,
+        key_id: Optional[str] = None,
+    ) -> "TemporaryTeam":
+        """Creates a team of its own for one test (or one test worker): ``apps`` (bundle IDs no
+        other team has), a fresh P-256 key made here (its public half is what the mock gets), a
+        random team ID and key ID unless given, ``devices`` (``{"policy", "tokens"}``) when given,
+        the key's ``environment`` (``any`` by default). Returns a :class:`TemporaryTeam` (team ID,
+        key ID, the private key's PEM, a provider token signer, an admin client scoped to it);
+        leaving a ``with`` block, or ``delete()``, deletes the team. Needs ``cryptography``."""
+        from .tokens import generate_key, random_id
+
+        if isinstance(apps, str):
+            apps = [apps]
+        owner = self.for_team(None)  # teams are made and deleted unscoped
+        private_pem, public_pem = generate_key()
+        # A generated ID that happens to be taken (409) is drawn again; given ones are not.
+        attempts = 1 if team_id is not None and key_id is not None else 3
+        for attempt in range(attempts):
+            chosen_team, chosen_key = team_id or random_id(), key_id or random_id()
+            key = _without_none(keyId=chosen_key, pem=public_pem, environment=environment)
+            body = _without_none(teamId=chosen_team, apps=list(apps), keys=[key], devices=devices)
+            try:
+                view = owner.create_team(body)
+            except AdminError as error:
+                if error.status == 409 and attempt + 1 < attempts:
+                    continue
+                raise
+            return TemporaryTeam(owner, view, chosen_key, private_pem)
+        raise AssertionError("unreachable")  # pragma: no cover
+
     # HTTP
 
     def _make_request(self, method: str, path: str, query=None, body=None, headers=None) -> urllib.request.Request:
@@ -314,6 +385,8 @@ class AdminClient:
             request.add_header("Content-Type", "application/json")
         if self.token:
             request.add_header("Authorization", f"Bearer {self.token}")
+        if self.team:
+            request.add_header(TEAM_HEADER, self.team)
         for name, value in (headers or {}).items():
             request.add_header(name, value)
         return request
@@ -331,6 +404,51 @@ class AdminClient:
 
     def _json(self, method: str, path: str, query=None, body=None) -> Any:
         return json.loads(self._request(method, path, query=query, body=body)[1])
+
+
+class TemporaryTeam:
+    """A team made by :meth:`AdminClient.temporary_team`, for one test: ``team_id``, ``key_id``,
+    ``private_key_pem`` (the key's PKCS #8 PEM, as a ``.p8`` file holds it, for your APNs client),
+    ``apps``, ``team`` (the team as the mock listed it) and ``admin``, an :class:`AdminClient`
+    scoped to the team. ``provider_token()`` signs a token the mock attributes to the team.
+    ``delete()`` (or leaving a ``with`` block) deletes the team; deleting twice is harmless."""
+
+    def __init__(self, owner: AdminClient, team: dict, key_id: str, private_key_pem: str) -> None:
+        self._owner = owner
+        self.team = team
+        self.team_id: str = team["teamId"]
+        self.key_id = key_id
+        self.private_key_pem = private_key_pem
+        self.apps: List[str] = list(team.get("apps") or [])
+        self.admin = owner.for_team(self.team_id)
+        self.deleted = False
+
+    def provider_token(self, issued_at: Optional[Union[int, float]] = None) -> str:
+        """An ES256 provider token of this team's key: ``iss`` the team ID, ``kid`` the key ID,
+        ``iat`` ``issued_at`` (whole seconds since the epoch; now by default)."""
+        from .tokens import provider_token
+
+        return provider_token(self.private_key_pem, self.key_id, self.team_id, issued_at)
+
+    def delete(self) -> None:
+        """``DELETE /v1/teams/{teamId}``, once; a team already gone (404) counts as deleted."""
+        if self.deleted:
+            return
+        try:
+            self._owner.delete_team(self.team_id)
+        except AdminError as error:
+            if error.status != 404:
+                raise
+        self.deleted = True
+
+    def __enter__(self) -> "TemporaryTeam":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.delete()
+
+    def __repr__(self) -> str:
+        return f"TemporaryTeam(team_id={self.team_id!r}, key_id={self.key_id!r}, apps={self.apps!r})"
 
 
 class EventStream:
