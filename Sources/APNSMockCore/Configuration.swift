@@ -854,11 +854,16 @@ extension DeviceEntry {
     /// - Parameters:
     ///   - strictTokens: Accept only 64-digit tokens (the validation setting).
     ///   - knownApps: When given, `topic` must be one of these apps.
-    public static func decode(json: JSONValue, strictTokens: Bool = false, knownApps: Set<String>? = nil) throws(ConfigurationError) -> DeviceEntry {
-        try decode(Field(node: json, path: "", file: nil), strictTokens: strictTokens, knownApps: knownApps)
+    ///   - appsOwner: Whose apps `knownApps` are, for the message (`team ABC1234567`).
+    public static func decode(
+        json: JSONValue, strictTokens: Bool = false, knownApps: Set<String>? = nil, appsOwner: String? = nil
+    ) throws(ConfigurationError) -> DeviceEntry {
+        try decode(Field(node: json, path: "", file: nil), strictTokens: strictTokens, knownApps: knownApps, appsOwner: appsOwner)
     }
 
-    static func decode<N>(_ field: Field<N>, strictTokens: Bool, knownApps: Set<String>?) throws(ConfigurationError) -> DeviceEntry {
+    static func decode<N>(
+        _ field: Field<N>, strictTokens: Bool, knownApps: Set<String>?, appsOwner: String? = nil
+    ) throws(ConfigurationError) -> DeviceEntry {
         let fields = try field.mapping(allowing: fieldNames)
         let tokenField = try fields.required("token")
         let token = try tokenField.string()
@@ -875,7 +880,8 @@ extension DeviceEntry {
                 throw topicField.error(.invalidValue, "\"\(topic)\" is not a well-formed bundle ID")
             }
             if let knownApps, !knownApps.contains(topic) {
-                throw topicField.error(.contradiction, "\(topic) is not an app of any configured team, so no request could reach this token")
+                throw topicField.error(
+                    .contradiction, "\(topic) is not an app of \(appsOwner ?? "any team"), so no request could reach this token")
             }
             entry.topic = topic
         }
@@ -938,10 +944,10 @@ extension BroadcastChannel {
     /// given), `environment` (sandbox or production, default sandbox), `channelId` (base64;
     /// `nil` when `idRequired` is false and it is absent: the store generates one) and
     /// `messageStoragePolicy` (0 or 1, default 1). Errors name the field and have no file.
-    public static func decode(json: JSONValue, knownApps: Set<String>?) throws(ConfigurationError) -> (
+    public static func decode(json: JSONValue, knownApps: Set<String>?, appsOwner: String? = nil) throws(ConfigurationError) -> (
         bundleID: String, environment: APNSEnvironment, id: String?, storagePolicy: MessageStoragePolicy
     ) {
-        try decodeFields(Field(node: json, path: "", file: nil), knownApps: knownApps, idRequired: false)
+        try decodeFields(Field(node: json, path: "", file: nil), knownApps: knownApps, appsOwner: appsOwner, idRequired: false)
     }
 
     static func decode<N>(_ field: Field<N>, knownApps: Set<String>?) throws(ConfigurationError) -> BroadcastChannel {
@@ -949,7 +955,9 @@ extension BroadcastChannel {
         return BroadcastChannel(bundleID: fields.bundleID, environment: fields.environment, id: fields.id ?? "", storagePolicy: fields.storagePolicy)
     }
 
-    private static func decodeFields<N>(_ field: Field<N>, knownApps: Set<String>?, idRequired: Bool) throws(ConfigurationError) -> (
+    private static func decodeFields<N>(
+        _ field: Field<N>, knownApps: Set<String>?, appsOwner: String? = nil, idRequired: Bool
+    ) throws(ConfigurationError) -> (
         bundleID: String, environment: APNSEnvironment, id: String?, storagePolicy: MessageStoragePolicy
     ) {
         let fields = try field.mapping(allowing: fieldNames)
@@ -959,7 +967,7 @@ extension BroadcastChannel {
             throw bundleField.error(.invalidValue, "\"\(bundleID)\" is not a well-formed bundle ID")
         }
         if let knownApps, !knownApps.contains(bundleID) {
-            throw bundleField.error(.contradiction, "\(bundleID) is not an app of a configured team")
+            throw bundleField.error(.contradiction, "\(bundleID) is not an app of \(appsOwner ?? "a team of this mock")")
         }
         var environment = APNSEnvironment.sandbox
         if let value = fields.optional("environment") { environment = try value.oneOf(APNSEnvironment.self) }
@@ -1008,7 +1016,8 @@ extension Configuration.Team {
             if let tokens = deviceFields.optional("tokens") {
                 var seen: Set<String> = []
                 for element in try tokens.elements() {
-                    let entry = try DeviceEntry.decode(element, strictTokens: strictTokens, knownApps: Set(team.apps))
+                    let entry = try DeviceEntry.decode(
+                        element, strictTokens: strictTokens, knownApps: Set(team.apps), appsOwner: "team \(team.teamId)")
                     guard seen.insert(entry.token).inserted else {
                         let tokenField = try element.mapping(allowing: DeviceEntry.fieldNames).required("token")
                         throw tokenField.error(.duplicate, "token \(entry.token) is listed twice")

@@ -173,7 +173,8 @@ struct TeamsTests {
             #expect(refused.status == 403 && refused.reason == "InvalidProviderToken")
             let whole = try await Self.allRecords(mock.admin)
             #expect(whole.count == 1 && whole[0].reason == "InvalidProviderToken")
-            #expect(try await mock.admin.stats().requests == 1)
+            let wholeStats = try await mock.admin.stats()
+            #expect(wholeStats.requests == 1 && wholeStats.recording.records == 1)
             let gone = try await mock.admin.forTeam(one.teamID).request("GET", "/v1/stats")
             #expect(gone.status == 404 && gone.text.contains("TEAMONE001 is not a team of this mock"))
             // Its ID and key may be used again.

@@ -50,7 +50,8 @@ extension AdminAPI {
         }
         let fields: (bundleID: String, environment: APNSEnvironment, id: String?, storagePolicy: MessageStoragePolicy)
         do {
-            fields = try BroadcastChannel.decode(json: body, knownApps: knownApps(in: scope))
+            fields = try BroadcastChannel.decode(
+                json: body, knownApps: knownApps(in: scope), appsOwner: scope.space.map { "team \($0.teamID)" })
         } catch {
             return Self.error(.badRequest, error.description)
         }

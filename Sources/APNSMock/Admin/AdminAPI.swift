@@ -255,7 +255,8 @@ struct AdminAPI: Sendable {
         let entry: DeviceEntry
         do {
             entry = try DeviceEntry.decode(
-                json: body, strictTokens: validator.settings.strictDeviceTokens, knownApps: scope.space?.apps)
+                json: body, strictTokens: validator.settings.strictDeviceTokens, knownApps: scope.space?.apps,
+                appsOwner: scope.space.map { "team \($0.teamID)" })
         } catch {
             return Self.error(.badRequest, error.description)
         }

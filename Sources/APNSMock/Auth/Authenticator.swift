@@ -52,8 +52,7 @@ struct ConnectionAuth {
     mutating func tokenExpired() {
         guard let binding, !binding.expired else { return }
         binding.expired = true
-        let space = binding.key.space
-        space.tokens.expire(binding.tokenId, offset: space.clock.offsetSeconds)
+        binding.space.tokens.expire(binding.tokenId, offset: binding.space.clock.offsetSeconds)
     }
 
     /// A class, so that checking the bound token on every request copies one reference rather
@@ -61,6 +60,8 @@ struct ConnectionAuth {
     final class Binding {
         let token: String
         let key: TokenKey
+        /// The key's team (``TokenKey/space``), kept here so that a request reaches it in one step.
+        let space: TeamSpace
         /// The token's `iat` on the mock's clock: its `iat` plus the clock's offset when the mock
         /// first saw it (``TokenRegistry``).
         let issuedAt: Int64
@@ -74,6 +75,7 @@ struct ConnectionAuth {
         init(token: String, key: TokenKey, issuedAt: Int64, acceptedAt: Int64, summary: AuthSummary, expired: Bool = false) {
             self.token = token
             self.key = key
+            space = key.space
             self.issuedAt = issuedAt
             self.acceptedAt = acceptedAt
             self.summary = summary
@@ -134,7 +136,7 @@ struct Authenticator: Sendable {
             return refuse(.missingProviderToken, summary: .none)
         }
         if let binding = state.binding, binding.token == authorization {
-            let space = binding.key.space
+            let space = binding.space
             if space.isRetired {
                 // Its team was removed: as for a revoked key.
                 state.space = nil
@@ -172,7 +174,7 @@ struct Authenticator: Sendable {
         var result = check(key: key, issuedAt: issuedAt, summary: summary, environment: environment, now: now)
         guard result.failure == nil else { return result }
         // A connection whose bound key's team was removed starts again with this token.
-        if let binding = state.binding, !binding.key.space.isRetired {
+        if let binding = state.binding, !binding.space.isRetired {
             // "The key ID in the provider token isn't related to the key ID of the token used in
             // the first push of this connection": the bound key, or its related key.
             if !TokenKeys.relates(binding.key, key) {
@@ -189,7 +191,7 @@ struct Authenticator: Sendable {
         } else {
             result.acceptedFirstToken = true
         }
-        if let previous = state.binding?.key.space, previous !== space {
+        if let previous = state.binding?.space, previous !== space {
             previous.connectionClosed()
             space.connectionOpened()
         } else if state.binding == nil {
@@ -207,7 +209,7 @@ struct Authenticator: Sendable {
     /// expired since the connection last looked.
     private func isExpired(_ binding: ConnectionAuth.Binding, state: inout ConnectionAuth) -> Bool {
         if binding.expired { return true }
-        let tokens = binding.key.space.tokens
+        let tokens = binding.space.tokens
         let generation = tokens.generation
         guard generation != state.checkedGeneration else { return false }
         state.checkedGeneration = generation

@@ -100,7 +100,7 @@ final class APNSConnection {
         // Held streams of a connection that went away no longer count against the cap.
         if heldStreams > 0 { routes.state.releaseHeldStreams(heldStreams) }
         // The connection counted in its team's connections while it was bound to it.
-        (requestState.auth.binding?.key.space ?? requestState.auth.certificateSpace)?.connectionClosed()
+        (requestState.auth.binding?.space ?? requestState.auth.certificateSpace)?.connectionClosed()
     }
 
     /// True once the connection has nothing left to do but flush its output and close.
@@ -514,7 +514,7 @@ extension APNSConnection: HTTP2SessionDelegate {
 
     /// The team the connection is bound to (its token's key, or its certificate), if any.
     private var boundTeam: TeamSpace? {
-        requestState.auth.binding?.key.space ?? requestState.auth.certificateSpace
+        requestState.auth.binding?.space ?? requestState.auth.certificateSpace
     }
 
     private func noteRefused(_ id: Int32, cause: RefusedStreamCause) {

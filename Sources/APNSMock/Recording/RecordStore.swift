@@ -59,8 +59,15 @@ final class RecordStore: Sendable {
         return Int(last - max(clearedThrough, oldestKept(last: last) - 1))
     }
 
-    /// Records of `team` the ring holds and queries find: one pass over the ring (`/v1/stats?team=`).
-    func count(team: String) -> Int {
+    /// Records queries find: ``count`` while no team's records are hidden, else one pass over
+    /// the ring.
+    var visibleCount: Int {
+        hidesTeams.load(ordering: .acquiring) ? count(team: nil) : count
+    }
+
+    /// Records of `team` (`nil`: of any) the ring holds and queries find: one pass over the ring
+    /// (`/v1/stats?team=`).
+    func count(team: String?) -> Int {
         var filter = RecordFilter(outcome: .all, team: team)
         filter.outcome = .all
         var total = 0

@@ -277,7 +277,7 @@ final class RequestStatistics: Sendable {
             requestsPerSecond: perSecond,
             averageRequestsPerSecond: lifetime > 0 ? Double(lifetimeTotal) / lifetime : 0,
             recording: .init(
-                capacity: records.capacity, records: records.count, evictions: records.evictions,
+                capacity: records.capacity, records: records.visibleCount, evictions: records.evictions,
                 lastSeq: records.lastSeq),
             refusedStreams: refusedStreams, goaways: goAwayStatistics)
     }
