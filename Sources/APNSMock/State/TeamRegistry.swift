@@ -19,6 +19,17 @@ final class TeamRegistry: Sendable {
         var keys: [String: TokenKey] = [:]
         /// Which team each app belongs to.
         var appOwners: [String: String] = [:]
+
+        /// Registers `space`, its apps and its `keys` (loaded, of its team).
+        mutating func insert(_ space: TeamSpace, keys: [TokenKeys.Loaded]) {
+            spaces[space.teamID] = space
+            order.append(space.teamID)
+            for app in space.appList { appOwners[app] = space.teamID }
+            for loaded in keys {
+                self.keys[loaded.key.keyId] = TokenKey(
+                    team: loaded.team, key: loaded.key, publicKey: loaded.publicKey, space: space)
+            }
+        }
     }
 
     private let table: Mutex<Table>
@@ -46,17 +57,11 @@ final class TeamRegistry: Sendable {
         self.faultSeed = faultSeed
         var table = Table()
         for team in teams {
-            let space = TeamSpace(
-                teamID: team.teamId, apps: team.apps, keys: team.keys, source: .configuration, devices: nil,
-                globalClock: globalClock, faultSeed: faultSeed)
-            table.spaces[team.teamId] = space
-            table.order.append(team.teamId)
-            for app in team.apps { table.appOwners[app] = team.teamId }
-        }
-        for loaded in keys.loaded {
-            guard let space = table.spaces[loaded.team.teamId] else { continue }
-            table.keys[loaded.key.keyId] = TokenKey(
-                team: loaded.team, key: loaded.key, publicKey: loaded.publicKey, space: space)
+            table.insert(
+                TeamSpace(
+                    teamID: team.teamId, apps: team.apps, keys: team.keys, source: .configuration, devices: nil,
+                    globalClock: globalClock, faultSeed: faultSeed),
+                keys: keys.loaded.filter { $0.team.teamId == team.teamId })
         }
         self.table = Mutex(table)
     }
@@ -103,13 +108,7 @@ final class TeamRegistry: Sendable {
             let space = TeamSpace(
                 teamID: team.teamId, apps: team.apps, keys: team.keys, source: .api, devices: devices,
                 globalClock: globalClock, faultSeed: faultSeed)
-            table.spaces[team.teamId] = space
-            table.order.append(team.teamId)
-            for app in team.apps { table.appOwners[app] = team.teamId }
-            for loaded in keys.loaded {
-                table.keys[loaded.key.keyId] = TokenKey(
-                    team: team, key: loaded.key, publicKey: loaded.publicKey, space: space)
-            }
+            table.insert(space, keys: keys.loaded)
             return .success(space)
         }
     }

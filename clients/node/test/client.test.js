@@ -3,6 +3,7 @@
 require('./one-at-a-time');
 const { test } = require('node:test');
 const assert = require('node:assert/strict');
+const { rejection } = require('./rejection');
 const fs = require('node:fs');
 const { AdminClient, AdminError, WaitTimeoutError } = require('..');
 const { push, deviceToken } = require('./push');
@@ -13,15 +14,6 @@ const bounded = { timeout: 30000 }; // every test starts with admin.reset()
 /** Ends a stream that a failing test would otherwise leave open (and the process with it). */
 const soon = () => AbortSignal.timeout(10000);
 
-/** The promise's rejection, failing when it resolves. */
-async function rejection(promise) {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  assert.fail('expected a rejection');
-}
 
 test('health answers ok with the ports', bounded, async () => {
   await admin.reset();

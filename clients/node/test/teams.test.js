@@ -8,6 +8,7 @@ const assert = require('node:assert/strict');
 const crypto = require('node:crypto');
 const { AdminClient, AdminError, randomId } = require('..');
 const { push, connect, deviceToken } = require('./push');
+const { rejection } = require('./rejection');
 
 const admin = new AdminClient({ url: process.env.MOCK_ADMIN_URL, timeoutMs: 10000 });
 const bounded = { timeout: 60000 };
@@ -15,15 +16,6 @@ const bounded = { timeout: 60000 };
 /** A bundle ID no other team has. */
 const app = () => `com.example.teams.n${crypto.randomBytes(4).toString('hex')}`;
 
-/** The promise's rejection, failing when it resolves. */
-async function rejection(promise) {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  assert.fail('expected a rejection');
-}
 
 /** Runs `body(teams…)` with a temporary team for each of `options`, deleting them afterwards whatever happens. */
 async function withTeams(options, body) {

@@ -62,3 +62,16 @@ def engine():
 def image():
     """The image under test: CONTAINER_IMAGE_UNDER_TEST (scripts/test sets it), else apns-mock:local."""
     return os.environ.get("CONTAINER_IMAGE_UNDER_TEST") or "apns-mock:local"
+
+
+@pytest.fixture()
+def admin():
+    """An admin client of the live mock (MOCK_ADMIN_URL), the whole mock reset before and after
+    the test."""
+    from apns_mock import AdminClient
+    from mock_env import environment
+
+    client = AdminClient(environment()["MOCK_ADMIN_URL"])
+    client.reset()
+    yield client
+    client.reset()

@@ -9,13 +9,6 @@ from apns_mock import AdminClient, AdminError, WaitTimeout
 from mock_env import device_token, environment, push
 
 
-@pytest.fixture()
-def admin():
-    client = AdminClient(environment()["MOCK_ADMIN_URL"])
-    client.reset()
-    yield client
-    client.reset()
-
 
 def test_health_stats_reasons_metrics_and_ca(admin):
     health = admin.health()

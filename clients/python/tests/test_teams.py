@@ -227,13 +227,6 @@ def _app():
     return "com.example.teams.t" + secrets.token_hex(4)
 
 
-@pytest.fixture()
-def admin():
-    client = AdminClient(environment()["MOCK_ADMIN_URL"])
-    client.reset()
-    yield client
-    client.reset()
-
 
 def test_two_teams_on_one_mock_see_only_their_own_pushes(admin):
     with admin.temporary_team([_app()]) as a, admin.temporary_team([_app()]) as b:
