@@ -88,15 +88,21 @@ struct LayeredDevices {
 
     /// The registry for a request of `team` (`nil`: no team), refreshed from `store` and the team's
     /// devices if either changed.
-    mutating func refreshed(from store: some VersionedBackend<DeviceRegistry>, team space: TeamSpace?) -> DeviceRegistry {
+    @inline(__always)
+    mutating func refreshed(from store: some VersionedBackend<DeviceRegistry>, team: Unmanaged<TeamSpace>?) -> DeviceRegistry {
         let base = global.refreshed(from: store)
-        guard let space, space.hasOwnDevices else { return base }
+        guard let team, team._withUnsafeGuaranteedRef(\.hasOwnDevices) else { return base }
+        return merged(base, team: team.takeUnretainedValue())
+    }
+
+    /// The merged registry of a team with devices of its own, merged again when either changed.
+    private mutating func merged(_ base: DeviceRegistry, team space: TeamSpace) -> DeviceRegistry {
         let version = space.devices.version
-        if let merged, space === team, version == teamVersion, global.version == globalVersion {
+        if let merged, space === self.team, version == teamVersion, global.version == globalVersion {
             return merged
         }
         let result = base.overlaid(by: space.devices.current, policy: space.devicePolicy)
-        team = space
+        self.team = space
         teamVersion = version
         globalVersion = global.version
         merged = result

@@ -83,7 +83,7 @@ final class DeviceAPI: DecidingAPI {
         // field to field is one retain through it (docs/speed-idioms.md), not Optional's witness.
         state.validation.update(
             environment: environment, allowedTopics: auth.allowedTopics, certificateTopic: auth.certificateTopic.registerCopy(),
-            authenticationFailure: auth.failure, devices: state.devices.refreshed(from: devices, team: state.auth.space),
+            authenticationFailure: auth.failure, devices: state.devices.refreshed(from: devices, team: state.auth.team),
             authenticatedWithCertificate: state.auth.certificate != nil)
         // The channels change rarely: the context takes a new snapshot only when they did.
         let channelsVersion = channelRegistry.version

@@ -111,8 +111,8 @@ struct Pipeline: Sendable {
         _ verdict: inout V, request: borrowing PushRequest, stream: RequestStream, context: ConnectionContext,
         connection: inout ConnectionMemo
     ) -> Effects {
-        // The request's team (its token's or certificate's), read once for both stages.
-        let team = connection.auth.space
+        // The request's team (its token's or certificate's), unretained (``ConnectionAuth/team``).
+        let team = connection.auth.team
         var actions = policy.applyRules(
             to: &verdict, request: request, context: context, requestNumber: connection.requestCount, team: team)
         if actions.answers, let change = verdict.storeChange {

@@ -30,17 +30,17 @@ struct Policy: Sendable {
     /// replaces the verdict's. Returns the request's actions.
     func applyRules<V: Verdict>(
         to verdict: inout V, request: borrowing PushRequest, context: ConnectionContext, requestNumber: Int,
-        team: TeamSpace?
+        team: Unmanaged<TeamSpace>?
     ) -> Effects.Actions {
         verdict.limitRate(in: state)
         var actions = Effects.Actions()
         // The team's rules first, then the mock's; the facts are gathered only when some rule could
         // use them.
-        let teamHasRules = team?.faults.hasRules ?? false
+        let teamHasRules = team?._withUnsafeGuaranteedRef { $0.faults.hasRules } ?? false
         guard teamHasRules || state.faults.hasRules || magicRules != nil else { return actions }
         let facts = verdict.faultFacts(for: request, connection: context.connectionNumber, requestNumber: requestNumber)
         var fired: FaultRule?
-        if teamHasRules, let team { fired = team.faults.apply(facts) }
+        if teamHasRules, let team { fired = team._withUnsafeGuaranteedRef { $0.faults.apply(facts) } }
         if fired == nil, state.faults.hasRules { fired = state.faults.apply(facts) }
         // A magic device token answers what it names where the push would have been accepted.
         if fired == nil, let magicRules, V.kind == .device, verdict.rejection == nil, let token = facts.token,
@@ -48,7 +48,7 @@ struct Policy: Sendable {
             fired = magicRules[reason]
         }
         if let rule = fired,
-           let rejection = actions.apply(rule, now: team?.clock.nowMilliseconds ?? state.clock.nowMilliseconds) {
+           let rejection = actions.apply(rule, now: team?.takeUnretainedValue().clock.nowMilliseconds ?? state.clock.nowMilliseconds) {
             verdict.replaceAnswer(with: rejection)
         }
         return actions

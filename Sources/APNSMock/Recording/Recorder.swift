@@ -13,7 +13,7 @@ struct Recorder: Sendable {
     /// unless `actions` replace it. Returns the record's sequence number (0: recording is off).
     func record<V: Verdict>(
         _ verdict: V, actions: Effects.Actions, request: borrowing PushRequest, stream: RequestStream,
-        context: ConnectionContext, team: TeamSpace?, connection: inout ConnectionMemo
+        context: ConnectionContext, team: Unmanaged<TeamSpace>?, connection: inout ConnectionMemo
     ) -> UInt64 {
         let answered = actions.answers
         let status = answered ? verdict.status : nil
@@ -33,7 +33,7 @@ struct Recorder: Sendable {
         let details = verdict.details(shapes: &connection.shapes)
         let injected = actions.faultMatched, streamID = stream.id
         let written = actions.writtenAtOnce(streamOpen: stream.isOpen)
-        let offset = team?.clock.offsetSeconds ?? state.clock.offsetSeconds
+        let offset = team?._withUnsafeGuaranteedRef { $0.clock.offsetSeconds } ?? state.clock.offsetSeconds
         return state.records.append { seq in
             RawRecord(
                 seq: seq, receivedAt: receivedAt, shape: shape, path: path, apnsIDHeader: apnsIDHeader,
@@ -83,10 +83,11 @@ struct Recorder: Sendable {
     /// write a line per request (``RejectionSummaryService`` says at info level, every ten seconds,
     /// how many were rejected and why).
     private func note(
-        status: Int?, rejection: Rejection?, action: FaultRule.Action.Name?, kind: RecordKind, team: TeamSpace?,
+        status: Int?, rejection: Rejection?, action: FaultRule.Action.Name?, kind: RecordKind, team: Unmanaged<TeamSpace>?,
         id: @autoclosure () -> String, streamID: Int32, context: ConnectionContext
     ) {
-        state.statistics.count(status: status, rejection: rejection, action: action, team: team?.counts)
+        let filed = state.statistics.count(status: status, rejection: rejection, action: action)
+        team?._withUnsafeGuaranteedRef { $0.counts.count(filed) }
         if let rejection, logger.logLevel <= .debug {
             logger.debug(
                 "rejected request",

@@ -197,16 +197,25 @@ final class RequestStatistics: Sendable {
         return successStatuses.count + reasons.count + (action.flatMap { actions.firstIndex(of: $0) } ?? 0)
     }
 
-    /// One relaxed atomic add (two with a fault action), and as many in `team`'s counts when the
-    /// request belongs to a team; the Prometheus counters catch up when `/metrics` is read.
-    func count(status: Int?, rejection: Rejection?, action: FaultRule.Action.Name?, team: TeamCounts? = nil) {
+    /// Where a request was filed: its outcome's counter and its fault action's, if any.
+    struct Filed {
+        var outcome: Int
+        var action: Int?
+    }
+
+    /// One relaxed atomic add (two with a fault action); the Prometheus counters catch up when
+    /// `/metrics` is read. Returns where it was filed, for the request's team to count it the same
+    /// way (``TeamCounts/count(_:)``).
+    @discardableResult
+    func count(status: Int?, rejection: Rejection?, action: FaultRule.Action.Name?) -> Filed {
         let index = Self.index(status: status, rejection: rejection, action: action)
         counts[index].increment()
-        team?.outcomes[index].increment()
+        var filed = Filed(outcome: index, action: nil)
         if let action, let actionIndex = Self.actions.firstIndex(of: action) {
             actionCounts[actionIndex].increment()
-            team?.actions[actionIndex].increment()
+            filed.action = actionIndex
         }
+        return filed
     }
 
     /// Counts a broadcast or channel-management request by its kind (besides ``count(status:rejection:action:)``).

@@ -2,9 +2,8 @@ import APNSMockCore
 import Synchronization
 
 /// One team's request counts (`/v1/stats?team=`, `/metrics`' `apns_team_requests_total`), filed
-/// as the mock's own are (``RequestStatistics/index(status:rejection:action:)``) and counted beside
-/// them in the same step (``RequestStatistics/count(status:rejection:action:team:)``): a relaxed
-/// atomic add per request. The mock's totals are the sum of every team's and of the requests no
+/// as the mock's own are (``RequestStatistics/index(status:rejection:action:)``) and counted right
+/// after them (``count(_:)``): a relaxed atomic add per request. The mock's totals are the sum of every team's and of the requests no
 /// team authenticated.
 final class TeamCounts: Sendable {
     /// By outcome, laid out as ``RequestStatistics``' counters.
@@ -56,6 +55,12 @@ final class TeamCounts: Sendable {
             actions: zip(now.actions, since.actions).map { $0 - $1 },
             refused: zip(now.refused, since.refused).map { $0 - $1 },
             goAways: zip(now.goAways, since.goAways).map { $0 - $1 })
+    }
+
+    /// One request of the team, filed as the mock's counts filed it.
+    func count(_ filed: RequestStatistics.Filed) {
+        outcomes[filed.outcome].increment()
+        if let action = filed.action { actions[action].increment() }
     }
 
     /// One GOAWAY sent on one of the team's connections.
