@@ -144,7 +144,12 @@ struct TeamsTests {
             #expect(try await two.push(mock, token: String(repeating: "cd", count: 32), authorization: heldTwo).status == 410)
 
             // Team one's reset: its records, counts, clock and device go; team two's stay.
+            let clearsBefore = try await mock.admin.stats().clears
             try await mock.admin.request("POST", "/v1/reset", query: [("team", one.teamID)]).expect([204])
+            // The team's counts started again; the whole mock's were not cleared (an inbox page of
+            // the whole mock does not start again).
+            #expect(try await adminOne.stats().clears == 1)
+            #expect(try await mock.admin.stats().clears == clearsBefore)
             #expect(try await Self.allRecords(adminOne).isEmpty)
             #expect(try await adminOne.stats().requests == 0)
             #expect(try await adminOne.clock().offsetSeconds == 0)
@@ -197,6 +202,44 @@ struct TeamsTests {
             #expect(try first.record().auth.teamId == one.teamID)
             stream.close()
         }
+    }
+
+    /// A connection bound to a team's token: refused once the team is removed (as a revoked key
+    /// is), and served again with the same token once the team is added back with the same key.
+    @Test func aBoundConnectionFollowsItsTeamAway() throws {
+        let worker = try Worker("TEAMONE001", keyID: "KEYONE0001", app: "com.example.one")
+        let team = Configuration.Team(
+            teamId: worker.teamID, apps: [worker.app], keys: [Configuration.Key(keyId: worker.keyID, pem: worker.keyPEM)])
+        let registry = TeamRegistry(configured: [], keys: .empty, globalClock: MockClock(), faultSeed: nil)
+        guard case .success = registry.add(team, devices: nil, keys: try TokenKeys.load([team])) else {
+            Issue.record("not added")
+            return
+        }
+        let authenticator = Authenticator(
+            teams: registry, settings: ValidationSettings(), tokenUpdateInterval: 1200, fallbackTopics: .any,
+            narrowsTopics: true)
+        let token = try worker.authorization()
+        var connection = ConnectionAuth()
+        func push() -> Reason? {
+            authenticator.authenticate(authorization: token, environment: .sandbox, state: &connection).failure?.reason
+        }
+        #expect(push() == nil)
+        #expect(connection.space?.teamID == worker.teamID)
+        guard case .success = registry.remove(worker.teamID) else {
+            Issue.record("not removed")
+            return
+        }
+        #expect(push() == .invalidProviderToken && connection.space == nil)
+        // A new connection with the same token (the shared cache of verified tokens knew it).
+        var other = ConnectionAuth()
+        #expect(authenticator.authenticate(authorization: token, environment: .sandbox, state: &other).failure?.reason
+            == .invalidProviderToken)
+        guard case .success = registry.add(team, devices: nil, keys: try TokenKeys.load([team])) else {
+            Issue.record("not added again")
+            return
+        }
+        #expect(push() == nil)
+        #expect(connection.space?.teamID == worker.teamID && connection.space?.isRetired == false)
     }
 
     /// Bodies and names the API refuses, each naming the field.

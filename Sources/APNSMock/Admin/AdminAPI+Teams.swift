@@ -169,7 +169,7 @@ extension AdminAPI {
                 total: since.refused.reduce(0, +), beforeAuthentication: refused(.beforeAuthentication),
                 overLimit: refused(.overLimit), afterGoAway: refused(.afterGoAway)),
             goaways: .init(total: since.goAways.reduce(0, +), byCause: byCause),
-            team: space.teamID)
+            team: space.teamID, clears: space.counts.clears.value)
     }
 
     /// The teams' request counters in Prometheus' text format,

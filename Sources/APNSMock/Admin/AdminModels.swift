@@ -148,6 +148,9 @@ public struct Statistics: Codable, Sendable, Equatable {
     public var goaways: GoAways
     /// The team these counts are of (`/v1/stats?team=`); absent for the whole mock's.
     public var team: String?
+    /// How many times these counts started again (a reset, or records forgotten): a change means
+    /// the records were cleared. A team's reset changes the team's, not the whole mock's.
+    public var clears: Int?
 
     public struct GoAways: Codable, Sendable, Equatable {
         public var total: Int

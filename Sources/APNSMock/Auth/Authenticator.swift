@@ -34,6 +34,9 @@ struct ConnectionAuth {
     /// its verdict, so that a client repeating a refused (or newer) token costs no ES256 either.
     var lastToken: String?
     var lastVerdict: Verdict = .invalid
+    /// The ``TeamRegistry/version`` ``lastVerdict`` was reached at: a team added or removed since
+    /// may change it.
+    var lastVerdictTeamsVersion: UInt64 = 0
     /// The ``TokenRegistry/generation`` the bound token was last checked against.
     var checkedGeneration: UInt64 = 0
     /// The team of the request being decided (its record's `auth.teamId`, when that team exists):
@@ -53,9 +56,10 @@ struct ConnectionAuth {
     mutating func setTeam(_ space: TeamSpace?) {
         team = space.map { Unmanaged.passUnretained($0) }
     }
-    /// The certificate's team, looked up once (``certificateSpaceLooked``).
+    /// The certificate's team, looked up again when ``TeamRegistry/version`` moved
+    /// (``certificateTeamsVersion``: the version it was looked up at; `.max`: not yet).
     var certificateSpace: TeamSpace?
-    var certificateSpaceLooked = false
+    var certificateTeamsVersion = UInt64.max
 
     /// Whether the connection has not yet accepted a provider token (token auth): its streams are
     /// limited to `server.streamsBeforeAuthentication` meanwhile.
@@ -138,12 +142,19 @@ struct Authenticator: Sendable {
         authorization: String?, environment: APNSEnvironment, now fixedNow: Int64? = nil, state: inout ConnectionAuth
     ) -> AuthenticationResult {
         if let certificate = state.certificate {
-            if !state.certificateSpaceLooked {
-                state.certificateSpaceLooked = true
-                state.certificateSpace = certificate.teamID.flatMap(teams.space)
-                state.certificateSpace?.connectionOpened()
+            // The certificate's team, looked up again whenever the teams changed (it may be added
+            // after the connection's first request, or removed and added again).
+            let teamsVersion = teams.version
+            if state.certificateTeamsVersion != teamsVersion {
+                state.certificateTeamsVersion = teamsVersion
+                let space = certificate.teamID.flatMap(teams.space)
+                if space !== state.certificateSpace {
+                    state.certificateSpace?.connectionClosed()
+                    space?.connectionOpened()
+                    state.certificateSpace = space
+                }
             }
-            state.setTeam(state.certificateSpace.flatMap { $0.isRetired ? nil : $0 })
+            state.team = state.certificateSpace.map { Unmanaged.passUnretained($0) }
             return authenticate(
                 certificate: certificate, topics: state.certificateTopics, summary: state.certificateSummary,
                 environment: environment)
@@ -152,13 +163,10 @@ struct Authenticator: Sendable {
             state.team = nil
             return refuse(.missingProviderToken, summary: .none)
         }
-        if let binding = state.binding, binding.token == authorization {
+        // A bound token whose team was removed is verified again below: refused as a revoked key
+        // is, unless the team came back with the same key.
+        if let binding = state.binding, binding.token == authorization, !binding.team._withUnsafeGuaranteedRef(\.isRetired) {
             let team = binding.team
-            if team._withUnsafeGuaranteedRef(\.isRetired) {
-                // Its team was removed: as for a revoked key.
-                state.team = nil
-                return refuse(.invalidProviderToken, summary: AuthSummary(method: .token))
-            }
             state.team = team
             if isExpired(binding, state: &state) {
                 return refuse(.expiredProviderToken, summary: binding.summary)
@@ -167,14 +175,21 @@ struct Authenticator: Sendable {
                 key: binding.key, issuedAt: binding.issuedAt, summary: binding.summary, environment: environment,
                 now: fixedNow ?? team._withUnsafeGuaranteedRef { $0.clock.nowSeconds() })
         }
-        let verdict: ConnectionAuth.Verdict
-        if let last = state.lastToken, last == authorization {
+        var verdict: ConnectionAuth.Verdict
+        let teamsVersion = teams.version
+        if let last = state.lastToken, last == authorization, state.lastVerdictTeamsVersion == teamsVersion {
             verdict = state.lastVerdict
         } else {
             verdict = verify(authorization)
-            state.lastToken = authorization
-            state.lastVerdict = verdict
         }
+        if case .valid(let key, _, _) = verdict, key.space.isRetired {
+            // Verified with a key whose team was removed since: with the keys as they are now.
+            verified.forget(authorization)
+            verdict = verify(authorization)
+        }
+        state.lastToken = authorization
+        state.lastVerdict = verdict
+        state.lastVerdictTeamsVersion = teamsVersion
         guard case .valid(let key, let iat, let summary) = verdict, !key.space.isRetired else {
             state.team = nil
             return refuse(.invalidProviderToken, summary: AuthSummary(method: .token))

@@ -45,8 +45,11 @@ final class VerifiedTokens: Sendable {
         }
     }
 
-    /// Forgets every token (a team was removed: none of its tokens may be taken again).
-    func removeAll() {
-        entries.withLock { $0 = Entries() }
+    /// Forgets `token` (its key's team was removed since it was verified).
+    func forget(_ token: String) {
+        entries.withLock { entries in
+            entries.tokens.removeAll { $0.token == token }
+            entries.next = entries.next % max(1, min(entries.tokens.count, Self.capacity))
+        }
     }
 }

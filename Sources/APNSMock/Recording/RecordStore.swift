@@ -35,6 +35,9 @@ final class RecordStore: Sendable {
     /// queries skip those records. Looked at only while ``hidesTeams`` is set.
     private let hiddenTeams = Mutex<[String: UInt64]>([:])
     private let hidesTeams = Atomic<Bool>(false)
+    /// The sequence numbers of the records those marks hide, ascending, each once (at most the
+    /// ring's capacity): ``visibleCount`` subtracts those still in the ring without a pass over it.
+    private let hiddenSeqs = Mutex<[UInt64]>([])
     /// Waiters and event streams, and the dispatcher that serves them.
     let subscriptions = Subscriptions()
     /// Per-segment filters that let a selective query skip most of the ring.
@@ -59,10 +62,28 @@ final class RecordStore: Sendable {
         return Int(last - max(clearedThrough, oldestKept(last: last) - 1))
     }
 
-    /// Records queries find: ``count`` while no team's records are hidden, else one pass over
-    /// the ring.
+    /// Records queries find: ``count`` less the hidden records still in the ring (a binary
+    /// search; those the ring has passed are forgotten).
     var visibleCount: Int {
-        hidesTeams.load(ordering: .acquiring) ? count(team: nil) : count
+        let total = count
+        guard hidesTeams.load(ordering: .acquiring) else { return total }
+        let floor = max(clearedThrough, oldestKept(last: lastSeq) - 1)
+        let hidden = hiddenSeqs.withLock { seqs -> Int in
+            let passed = Self.countAtMost(floor, in: seqs)
+            if passed > 0 { seqs.removeFirst(passed) }
+            return seqs.count
+        }
+        return max(0, total - hidden)
+    }
+
+    /// How many of `sorted` (ascending) are at most `value`.
+    static func countAtMost(_ value: UInt64, in sorted: [UInt64]) -> Int {
+        var low = 0, high = sorted.count
+        while low < high {
+            let middle = (low + high) / 2
+            if sorted[middle] <= value { low = middle + 1 } else { high = middle }
+        }
+        return low
     }
 
     /// Records of `team` (`nil`: of any) the ring holds and queries find: one pass over the ring
@@ -246,8 +267,23 @@ final class RecordStore: Sendable {
     /// Clears one team's records up to `seq` (its reset or removal): no query finds them again.
     /// The ring keeps their slots until they are evicted.
     func hideTeam(_ teamID: String, through seq: UInt64) {
+        // The team's records up to `seq` that queries still find (those an earlier mark hid are
+        // not found again), for ``visibleCount``.
+        var newlyHidden: [UInt64] = []
+        var since: UInt64 = 0
+        let filter = RecordFilter(outcome: .all, team: teamID)
+        while since < seq {
+            let (found, next) = query(since: since, filter: filter, limit: RecordQuery.maximumLimit, through: seq)
+            newlyHidden += found.map(\.seq)
+            guard next > since else { break }
+            since = next
+        }
+        hiddenSeqs.withLock { seqs in
+            seqs = (seqs + newlyHidden).sorted()
+        }
         hiddenTeams.withLock { hidden in
-            hidden[teamID] = seq
+            // Two resets of one team at once: the later mark wins.
+            hidden[teamID] = max(hidden[teamID] ?? 0, seq)
             // Marks below the whole ring's clearing, or below the oldest record it holds, hide
             // nothing more: forget them. What is left is bounded by the teams reset or removed
             // within one ring's worth of records, and by ``maximumTeamMarks`` (the oldest go first).
@@ -282,6 +318,7 @@ final class RecordStore: Sendable {
             hidden = [:]
             hidesTeams.store(false, ordering: .releasing)
         }
+        hiddenSeqs.withLock { $0 = [] }
         for stripe in stripes {
             // The old records are released after the lock is.
             let old = stripe.replaceSlots()

@@ -66,6 +66,8 @@ final class RequestStatistics: Sendable {
         var atReset: [Key: Int] = [:]
         var counters: [Key: CoreMetrics.Counter] = [:]
     }
+    /// Resets and clears of the records (``resetCounts()``), for `/v1/stats`' `clears`.
+    private let clears = Atomic<Int>(0)
     private let rate = Mutex<(at: ContinuousClock.Instant, total: Int, perSecond: Double)>(
         (ContinuousClock.now, 0, 0))
 
@@ -130,6 +132,7 @@ final class RequestStatistics: Sendable {
     /// `/v1/stats` counts from zero again (`/v1/reset`, `DELETE /v1/notifications`), as the
     /// records do; `/metrics` goes on counting since start.
     func resetCounts() {
+        clears.wrappingAdd(1, ordering: .relaxed)
         baseline.withLock { baseline in
             baseline = (counts.map(\.value), actionCounts.map(\.value), refusedCounts.map(\.value))
         }
@@ -288,7 +291,8 @@ final class RequestStatistics: Sendable {
             recording: .init(
                 capacity: records.capacity, records: records.visibleCount, evictions: records.evictions,
                 lastSeq: records.lastSeq),
-            refusedStreams: refusedStreams, goaways: goAwayStatistics)
+            refusedStreams: refusedStreams, goaways: goAwayStatistics,
+            clears: clears.load(ordering: .relaxed))
     }
 
     /// Brings each Prometheus counter up to its atomic count, adding what it gained since the last

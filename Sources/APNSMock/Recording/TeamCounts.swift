@@ -68,8 +68,12 @@ final class TeamCounts: Sendable {
         goAways[GoAwayCause.allCases.firstIndex(of: cause)!].increment()
     }
 
+    /// Resets and clears of the team's records.
+    let clears = RelaxedCounter()
+
     /// Counts from zero again; returns what they were since the previous reset.
     func resetCounts() -> Values {
+        clears.increment()
         let now = lifetime
         return baseline.withLock { baseline in
             let since = Values(

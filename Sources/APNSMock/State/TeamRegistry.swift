@@ -35,9 +35,13 @@ final class TeamRegistry: Sendable {
     private let table: Mutex<Table>
     let globalClock: any ClockBackend
     let faultSeed: UInt64?
-    /// Tokens verified on any connection, so that a new connection repeating one skips ES256;
-    /// emptied when a team is removed, so that none of its tokens is taken again.
+    /// Tokens verified on any connection, so that a new connection repeating one skips ES256. A
+    /// token whose key's team was removed since is verified again (``Authenticator``).
     let verified = VerifiedTokens()
+    private let changes = Atomic<UInt64>(0)
+
+    /// Moves whenever a team is added or removed: one atomic load.
+    var version: UInt64 { changes.load(ordering: .acquiring) }
 
     /// Why a team cannot be added.
     enum AddError: Error, Equatable {
@@ -109,6 +113,7 @@ final class TeamRegistry: Sendable {
                 teamID: team.teamId, apps: team.apps, keys: team.keys, source: .api, devices: devices,
                 globalClock: globalClock, faultSeed: faultSeed)
             table.insert(space, keys: keys.loaded)
+            changes.add(1, ordering: .releasing)
             return .success(space)
         }
     }
@@ -127,7 +132,7 @@ final class TeamRegistry: Sendable {
         }
         if case .success(let space) = result {
             space.retire()
-            verified.removeAll()
+            changes.add(1, ordering: .releasing)
         }
         return result
     }

@@ -75,7 +75,7 @@ final class TeamSpace: Sendable {
     /// bound to them are answered InvalidProviderToken, as for a revoked key.
     var isRetired: Bool { retiredFlag.load(ordering: .relaxed) }
 
-    func retire() { retiredFlag.store(true, ordering: .relaxed) }
+    func retire() { retiredFlag.store(true, ordering: .releasing) }
 
     /// The team's own state back to what it started with: devices as given, no fault rules, its
     /// clock level with the mock's, its tokens forgotten, counts from zero (its records are the

@@ -185,8 +185,8 @@
   // ---------- statistics (GET /v1/stats) ----------
   // The header's accepted and rejected counts are the mock's, counted as the records are (since
   // start or the last Clear or reset), so they match the cards; the page polls every second and
-  // soon after records arrive. A change of the counts' baseline means the records were cleared by
-  // someone else (POST /v1/reset, DELETE /v1/notifications): the page starts again as at Clear.
+  // soon after records arrive. A change of `clears` means the records were cleared by someone else
+  // (POST /v1/reset, DELETE /v1/notifications): the page starts again as at Clear.
   async function pollStats() {
     if (state.clearing) return;
     const ticket = ++state.statsTicket;
@@ -194,7 +194,10 @@
     try { stats = await api("GET", "/v1/stats"); } catch (error) { return; /* shown by the stream's status */ }
     if (ticket <= state.statsApplied || state.clearing) return;
     state.statsApplied = ticket;
-    const baseline = stats.sinceStart ? stats.sinceStart.requests - stats.requests : 0;
+    // `clears` moves only when these counts' own records were cleared (another team's reset
+    // leaves the whole mock's alone); older mocks have only the baseline of the counts.
+    const baseline = typeof stats.clears === "number" ? stats.clears
+      : stats.sinceStart ? stats.sinceStart.requests - stats.requests : 0;
     if (state.baseline !== null && baseline !== state.baseline) {
       state.baseline = baseline;
       startAgain("since a reset at " + clock());
