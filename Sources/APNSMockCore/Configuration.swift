@@ -812,13 +812,18 @@ extension Configuration {
         return text
     }
 
+    /// Whether `text` has the shape of Apple's team and key IDs: 10 characters, uppercase letters
+    /// and digits.
+    public static func isAppleIdentifier(_ text: String) -> Bool {
+        text.utf8.count == 10 && text.utf8.allSatisfy { byte in
+            (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) || byte.isDecimalDigit
+        }
+    }
+
     /// Apple's team and key IDs: 10 characters, uppercase letters and digits.
     static func appleIdentifier<N>(_ field: Field<N>, what: String) throws(ConfigurationError) -> String {
         let value = try field.string()
-        let valid = value.utf8.count == 10 && value.utf8.allSatisfy { byte in
-            (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) || byte.isDecimalDigit
-        }
-        guard valid else {
+        guard isAppleIdentifier(value) else {
             throw field.error(.invalidValue, "\"\(value)\" is not a \(what): 10 uppercase letters and digits")
         }
         return value

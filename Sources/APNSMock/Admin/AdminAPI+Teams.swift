@@ -40,19 +40,13 @@ extension AdminAPI {
 
     /// The team with this ID, or the refusal naming it.
     func space(named teamID: String) -> Result<TeamSpace, AdminRefusal> {
-        guard Self.isTeamID(teamID) else {
+        guard Configuration.isAppleIdentifier(teamID) else {
             return .failure(AdminRefusal(.badRequest, "team: \"\(teamID)\" is not a team ID: 10 uppercase letters and digits"))
         }
         guard let space = state.teams.space(teamID) else {
             return .failure(AdminRefusal(.notFound, "team: \(teamID) is not a team of this mock (GET /v1/teams lists them)"))
         }
         return .success(space)
-    }
-
-    static func isTeamID(_ text: String) -> Bool {
-        text.utf8.count == 10 && text.utf8.allSatisfy { byte in
-            (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
-        }
     }
 
     /// Runs `body` with the call's scope, or answers the refusal.
@@ -135,17 +129,7 @@ extension AdminAPI {
         let lifetime = space.counts.lifetime
         let tally = RequestStatistics.Tally(values: since.outcomes, actionValues: since.actions)
         let lifetimeTally = RequestStatistics.Tally(values: lifetime.outcomes, actionValues: lifetime.actions)
-        let now = ContinuousClock.now
-        let perSecond = space.counts.rate.withLock { rate -> Double in
-            let elapsed = now - rate.at
-            if elapsed >= .seconds(1) {
-                rate.perSecond = Double(lifetimeTally.total - rate.total) / Self.seconds(elapsed)
-                rate.at = now
-                rate.total = lifetimeTally.total
-            }
-            return rate.perSecond
-        }
-        let uptime = Self.seconds(now - space.counts.started)
+        let rates = space.counts.rate.rates(lifetimeTotal: lifetimeTally.total)
         var byCause: [String: Int] = [:]
         for (index, cause) in GoAwayCause.allCases.enumerated() where since.goAways[index] > 0 {
             byCause[cause.rawValue] = since.goAways[index]
@@ -160,8 +144,7 @@ extension AdminAPI {
                 rejected: lifetimeTally.total - lifetimeTally.accepted),
             byStatus: tally.byStatus, byReason: tally.byReason, byAction: tally.byAction,
             connections: .init(open: connections.open, total: UInt64(max(0, connections.total))),
-            requestsPerSecond: perSecond,
-            averageRequestsPerSecond: uptime > 0 ? Double(lifetimeTally.total) / uptime : 0,
+            requestsPerSecond: rates.perSecond, averageRequestsPerSecond: rates.average,
             recording: .init(
                 capacity: records.capacity, records: records.count(team: space.teamID), evictions: records.evictions,
                 lastSeq: records.lastSeq),
@@ -177,23 +160,9 @@ extension AdminAPI {
     /// the given teams.
     static func teamMetrics(_ spaces: [TeamSpace]) -> String {
         var lines: [String] = []
-        let successes = RequestStatistics.successStatuses.count
-        let reasons = RequestStatistics.reasons.count
-        let actions = RequestStatistics.actions.count
         for space in spaces {
-            let values = space.counts.lifetime.outcomes
-            for (index, value) in values.enumerated() where value > 0 {
-                let status: String, reason: String
-                if index < successes {
-                    (status, reason) = (String(RequestStatistics.successStatuses[index]), "")
-                } else if index < successes + reasons {
-                    let filed = RequestStatistics.reasons[index - successes]
-                    (status, reason) = (String(filed.status), filed.rawValue)
-                } else if index < successes + reasons + actions {
-                    (status, reason) = ("none", RequestStatistics.actions[index - successes - reasons].rawValue)
-                } else {
-                    (status, reason) = (String(RequestStatistics.reasonlessErrorStatuses[index - successes - reasons - actions]), "")
-                }
+            for (index, value) in space.counts.lifetime.outcomes.enumerated() where value > 0 {
+                let (status, reason) = RequestStatistics.outcomeLabels[index]
                 lines.append("apns_team_requests_total{team=\"\(space.teamID)\",status=\"\(status)\",reason=\"\(reason)\"} \(value)")
             }
         }
@@ -201,10 +170,6 @@ extension AdminAPI {
         return "# TYPE apns_team_requests_total counter\n" + lines.joined(separator: "\n") + "\n"
     }
 
-    static func seconds(_ duration: Duration) -> Double {
-        let (seconds, attoseconds) = duration.components
-        return Double(seconds) + Double(attoseconds) * 1e-18
-    }
 }
 
 /// An admin call refused before it acted: its status and the message naming the field.

@@ -47,7 +47,8 @@ final class RequestStatistics: Sendable {
     private let refusedCounts: [RelaxedCounter]
     private let refusedCounters: [CoreMetrics.Counter]
     private let exportedRefused: Mutex<[Int]>
-    let started = ContinuousClock.now
+    /// The rates `/v1/stats` reports.
+    private let rate = RequestRate()
     /// GOAWAYs sent, by cause and error code, since start and at the last reset; their Prometheus
     /// counters are made when a pair first occurs (GOAWAYs are rare: a lock is no cost).
     private let goAways = Mutex<GoAwayCounts>(GoAwayCounts())
@@ -68,8 +69,6 @@ final class RequestStatistics: Sendable {
     }
     /// Resets and clears of the records (``resetCounts()``), for `/v1/stats`' `clears`.
     private let clears = Atomic<Int>(0)
-    private let rate = Mutex<(at: ContinuousClock.Instant, total: Int, perSecond: Double)>(
-        (ContinuousClock.now, 0, 0))
 
     static let latencySampleInterval = 16
     /// The statuses an accepted request is answered with: a push 200, channel management 201
@@ -79,9 +78,13 @@ final class RequestStatistics: Sendable {
     static let reasonlessErrorStatuses = [HeaderListTooLarge.status]
     static let reasons = Reason.allCases
     static let actions = FaultRule.Action.Name.allCases
-    /// How many outcome counters there are (``index(status:rejection:action:)`` files a request
-    /// under one of them).
-    static let outcomeCount = successStatuses.count + reasons.count + actions.count + reasonlessErrorStatuses.count
+    /// Each outcome counter's `status` and `reason` labels in `/metrics`, in the order
+    /// ``index(status:rejection:action:)`` files requests under them.
+    static let outcomeLabels: [(status: String, reason: String)] =
+        successStatuses.map { (String($0), "") } + reasons.map { (String($0.status), $0.rawValue) }
+        + actions.map { ("none", $0.rawValue) } + reasonlessErrorStatuses.map { (String($0), "") }
+    /// How many outcome counters there are.
+    static let outcomeCount = outcomeLabels.count
 
     init(droppedLogLines: (@Sendable () -> Int)? = nil) {
         let registry = PrometheusCollectorRegistry()
@@ -92,22 +95,8 @@ final class RequestStatistics: Sendable {
         droppedLogLinesCounter = droppedLogLines.map { _ in
             CoreMetrics.Counter(label: "apns_log_lines_dropped_total", factory: factory)
         }
-        var counters: [CoreMetrics.Counter] = Self.successStatuses.map {
-            CoreMetrics.Counter(label: "apns_requests_total", dimensions: [("status", String($0)), ("reason", "")], factory: factory)
-        }
-        for reason in Self.reasons {
-            counters.append(CoreMetrics.Counter(
-                label: "apns_requests_total",
-                dimensions: [("status", String(reason.status)), ("reason", reason.rawValue)], factory: factory))
-        }
-        for action in Self.actions {
-            counters.append(CoreMetrics.Counter(
-                label: "apns_requests_total", dimensions: [("status", "none"), ("reason", action.rawValue)],
-                factory: factory))
-        }
-        for status in Self.reasonlessErrorStatuses {
-            counters.append(CoreMetrics.Counter(
-                label: "apns_requests_total", dimensions: [("status", String(status)), ("reason", "")], factory: factory))
+        let counters = Self.outcomeLabels.map {
+            CoreMetrics.Counter(label: "apns_requests_total", dimensions: [("status", $0.status), ("reason", $0.reason)], factory: factory)
         }
         self.counters = counters
         self.counts = counters.map { _ in RelaxedCounter() }
@@ -268,26 +257,13 @@ final class RequestStatistics: Sendable {
         let lifetimeAccepted = lifetimeValues[..<successes].reduce(0, +)
         let lifetimeTotal = lifetimeValues.reduce(0, +)
         let total = tally.total
-        let now = ContinuousClock.now
-        // The rate over the interval since the previous stats query (at least a second), so that a
-        // script polling /v1/stats sees the current rate rather than the lifetime average.
-        let perSecond = rate.withLock { rate -> Double in
-            let elapsed = now - rate.at
-            if elapsed >= .seconds(1) {
-                rate.perSecond = Double(lifetimeTotal - rate.total) / Self.seconds(elapsed)
-                rate.at = now
-                rate.total = lifetimeTotal
-            }
-            return rate.perSecond
-        }
-        let lifetime = Self.seconds(now - started)
+        let rates = rate.rates(lifetimeTotal: lifetimeTotal)
         return Statistics(
             requests: total, accepted: accepted, rejected: total - accepted,
             sinceStart: .init(requests: lifetimeTotal, accepted: lifetimeAccepted, rejected: lifetimeTotal - lifetimeAccepted),
             byStatus: byStatus, byReason: byReason, byAction: byAction,
             connections: .init(open: openConnections, total: totalConnections),
-            requestsPerSecond: perSecond,
-            averageRequestsPerSecond: lifetime > 0 ? Double(lifetimeTotal) / lifetime : 0,
+            requestsPerSecond: rates.perSecond, averageRequestsPerSecond: rates.average,
             recording: .init(
                 capacity: records.capacity, records: records.visibleCount, evictions: records.evictions,
                 lastSeq: records.lastSeq),
@@ -364,10 +340,6 @@ final class RequestStatistics: Sendable {
         latency.recordNanoseconds(Int64(clamping: NIODeadline.now().uptimeNanoseconds &- start))
     }
 
-    private static func seconds(_ duration: Duration) -> Double {
-        let (seconds, attoseconds) = duration.components
-        return Double(seconds) + Double(attoseconds) * 1e-18
-    }
 }
 
 /// One count updated from every event loop: a relaxed atomic add. Synchronization's `Atomic` cannot
@@ -380,4 +352,33 @@ final class RelaxedCounter: Sendable {
     }
 
     var value: Int { count.load(ordering: .relaxed) }
+}
+
+/// The request rates `/v1/stats` reports (the mock's, or a team's): the rate over the interval
+/// since the previous query (at least a second), so that a script polling it sees the current rate
+/// rather than the lifetime average, and that average since start.
+final class RequestRate: Sendable {
+    private let started = ContinuousClock.now
+    private let last = Mutex<(at: ContinuousClock.Instant, total: Int, perSecond: Double)>((ContinuousClock.now, 0, 0))
+
+    /// The rates with `lifetimeTotal` requests counted since start.
+    func rates(lifetimeTotal: Int) -> (perSecond: Double, average: Double) {
+        let now = ContinuousClock.now
+        let perSecond = last.withLock { last -> Double in
+            let elapsed = now - last.at
+            if elapsed >= .seconds(1) {
+                last.perSecond = Double(lifetimeTotal - last.total) / Self.seconds(elapsed)
+                last.at = now
+                last.total = lifetimeTotal
+            }
+            return last.perSecond
+        }
+        let lifetime = Self.seconds(now - started)
+        return (perSecond, lifetime > 0 ? Double(lifetimeTotal) / lifetime : 0)
+    }
+
+    private static func seconds(_ duration: Duration) -> Double {
+        let (seconds, attoseconds) = duration.components
+        return Double(seconds) + Double(attoseconds) * 1e-18
+    }
 }

@@ -14,9 +14,8 @@ final class TeamCounts: Sendable {
     let refused: [RelaxedCounter]
     /// GOAWAYs sent on the team's connections, by ``GoAwayCause``.
     let goAways: [RelaxedCounter]
-    /// The rate `/v1/stats?team=` reports: over the interval since the previous query.
-    let rate = Mutex<(at: ContinuousClock.Instant, total: Int, perSecond: Double)>((ContinuousClock.now, 0, 0))
-    let started = ContinuousClock.now
+    /// The rates `/v1/stats?team=` reports.
+    let rate = RequestRate()
     private let baseline: Mutex<Values>
 
     /// A reading of the counts.

@@ -90,11 +90,6 @@ final class TeamRegistry: Sendable {
         table.withLock { Set($0.appOwners.keys) }
     }
 
-    /// The team that owns `app`.
-    func owner(ofApp app: String) -> String? {
-        table.withLock { $0.appOwners[app] }
-    }
-
     /// Adds a team whose keys were loaded (`keys`: the ``TokenKeys`` of just this team), all or
     /// nothing.
     func add(
