@@ -59,7 +59,13 @@ final class RecordStore: Sendable {
     /// Records currently held.
     var count: Int {
         let last = lastSeq
-        return Int(last - max(clearedThrough, oldestKept(last: last) - 1))
+        return Int(last - goneThrough(last: last))
+    }
+
+    /// Every record up to this `seq` is gone from the ring, cleared or evicted, once `last` was
+    /// handed out.
+    private func goneThrough(last: UInt64) -> UInt64 {
+        max(clearedThrough, oldestKept(last: last) - 1)
     }
 
     /// Records queries find: ``count`` less the hidden records still in the ring (a binary
@@ -67,7 +73,7 @@ final class RecordStore: Sendable {
     var visibleCount: Int {
         let total = count
         guard hidesTeams.load(ordering: .acquiring) else { return total }
-        let floor = max(clearedThrough, oldestKept(last: lastSeq) - 1)
+        let floor = goneThrough(last: lastSeq)
         let hidden = hiddenSeqs.withLock { seqs -> Int in
             let passed = Self.countAtMost(floor, in: seqs)
             if passed > 0 { seqs.removeFirst(passed) }
@@ -86,17 +92,21 @@ final class RecordStore: Sendable {
         return low
     }
 
-    /// Records of `team` (`nil`: of any) the ring holds and queries find: one pass over the ring
+    /// Records of `team` the ring holds and queries find: one pass over the ring
     /// (`/v1/stats?team=`).
-    func count(team: String?) -> Int {
-        var filter = RecordFilter(outcome: .all, team: team)
-        filter.outcome = .all
-        var total = 0
+    func count(team: String) -> Int {
+        seqs(matching: RecordFilter(outcome: .all, team: team)).count
+    }
+
+    /// The `seq` of every record up to `through` that queries find with `filter`, page after page
+    /// of ``query(since:filter:limit:through:)``.
+    func seqs(matching filter: RecordFilter, through: UInt64 = .max) -> [UInt64] {
+        var found: [UInt64] = []
         var since: UInt64 = 0
         while true {
-            let (found, next) = query(since: since, filter: filter, limit: RecordQuery.maximumLimit)
-            total += found.count
-            guard next > since, next < lastSeq else { return total }
+            let (page, next) = query(since: since, filter: filter, limit: RecordQuery.maximumLimit, through: through)
+            found += page.map(\.seq)
+            guard next > since, next < min(lastSeq, through) else { return found }
             since = next
         }
     }
@@ -269,15 +279,7 @@ final class RecordStore: Sendable {
     func hideTeam(_ teamID: String, through seq: UInt64) {
         // The team's records up to `seq` that queries still find (those an earlier mark hid are
         // not found again), for ``visibleCount``.
-        var newlyHidden: [UInt64] = []
-        var since: UInt64 = 0
-        let filter = RecordFilter(outcome: .all, team: teamID)
-        while since < seq {
-            let (found, next) = query(since: since, filter: filter, limit: RecordQuery.maximumLimit, through: seq)
-            newlyHidden += found.map(\.seq)
-            guard next > since else { break }
-            since = next
-        }
+        let newlyHidden = seqs(matching: RecordFilter(outcome: .all, team: teamID), through: seq)
         hiddenSeqs.withLock { seqs in
             seqs = (seqs + newlyHidden).sorted()
         }
@@ -287,7 +289,7 @@ final class RecordStore: Sendable {
             // Marks below the whole ring's clearing, or below the oldest record it holds, hide
             // nothing more: forget them. What is left is bounded by the teams reset or removed
             // within one ring's worth of records, and by ``maximumTeamMarks`` (the oldest go first).
-            let floor = max(clearedThrough, oldestKept(last: lastSeq) - 1)
+            let floor = goneThrough(last: lastSeq)
             hidden = hidden.filter { $0.value > floor }
             if hidden.count > Self.maximumTeamMarks {
                 for (team, _) in hidden.sorted(by: { $0.value < $1.value }).prefix(hidden.count - Self.maximumTeamMarks) {
