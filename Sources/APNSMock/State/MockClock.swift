@@ -32,9 +32,16 @@ final class MockClock: Sendable {
     /// Moves the clock `seconds` ahead; returns the new offset, or `nil` (nothing changed) when it
     /// would pass ``maximumOffsetSeconds``.
     func advance(seconds: Int64) -> Int64? {
+        advance(seconds: seconds, above: 0)
+    }
+
+    /// Moves the clock `seconds` ahead, as part of an offset that is `base` more (a team's clock,
+    /// whose offset is the mock's plus its own): `nil` when the whole would pass
+    /// ``maximumOffsetSeconds``.
+    func advance(seconds: Int64, above base: Int64) -> Int64? {
         var current = offset.load(ordering: .relaxed)
         while true {
-            guard seconds >= 0, current + seconds <= Self.maximumOffsetSeconds else { return nil }
+            guard seconds >= 0, base + current + seconds <= Self.maximumOffsetSeconds else { return nil }
             let (exchanged, original) = offset.compareExchange(
                 expected: current, desired: current + seconds, ordering: .relaxed)
             if exchanged { return current + seconds }

@@ -93,9 +93,8 @@ public final class MockState: Sendable {
     /// seen forgotten; every team's own state too (teams added at run time stay).
     func reset() {
         connectionBase.store(connections.total, ordering: .relaxed)
-        records.removeAll()
-        statistics.resetCounts()
-        for space in teams.all { _ = space.reset() }
+        removeRecords()
+        for space in teams.all { space.reset() }
         devices.reset()
         faults.reset()
         channels.reset()
@@ -109,9 +108,8 @@ public final class MockState: Sendable {
     /// view, its counts (and their part of the mock's) from zero, its own devices, fault rules,
     /// clock offset and tokens as new, the channels of its apps deleted.
     func reset(team space: TeamSpace) {
-        let last = records.lastSeq
-        statistics.forget(space.reset())
-        records.hideTeam(space.teamID, through: last)
+        removeRecords(team: space)
+        space.reset()
         for channel in channels.current.all where space.apps.contains(channel.bundleID) {
             _ = channels.delete(id: channel.id)
         }

@@ -1,8 +1,5 @@
 import APNSMockCore
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// One developer team's namespace (docs/teams.md): what a team's pushes see beneath the whole
 /// mock's state, and what the admin API changes when a call names the team (`?team=`,
@@ -47,7 +44,7 @@ final class TeamSpace: Sendable {
     private let openConnections = Atomic<Int>(0)
     private let totalConnections = Atomic<Int>(0)
 
-    /// The most fault rules a team holds (the whole mock holds up to ``FaultStore/maxRules``).
+    /// The most fault rules a team holds (the whole mock holds up to ``FaultStore/defaultMaxRules``).
     static let maxFaultRules = 10_000
 
     init(
@@ -78,14 +75,13 @@ final class TeamSpace: Sendable {
     func retire() { retiredFlag.store(true, ordering: .releasing) }
 
     /// The team's own state back to what it started with: devices as given, no fault rules, its
-    /// clock level with the mock's, its tokens forgotten, counts from zero (its records are the
-    /// ``MockState``'s to hide). Returns the counts it had, for the mock's totals to forget them too.
-    func reset() -> TeamCounts.Values {
+    /// clock level with the mock's, its tokens forgotten (its records and counts are the
+    /// ``MockState``'s to clear: ``MockState/removeRecords(team:)``).
+    func reset() {
         devices.reset()
         faults.reset()
         clock.reset()
         tokens.reset()
-        return counts.resetCounts()
     }
 
     func connectionOpened() {
@@ -103,44 +99,37 @@ final class TeamSpace: Sendable {
 }
 
 /// A team's time: the mock's clock (``MockClock``, moved by an unscoped `POST /v1/clock`) plus the
-/// team's own offset (moved by `POST /v1/clock?team=`).
+/// team's own offset (a ``MockClock`` of its own, moved by `POST /v1/clock?team=`).
 final class TeamClock: Sendable {
     let global: any ClockBackend
-    private let own = Atomic<Int64>(0)
+    private let own = MockClock()
 
     init(global: any ClockBackend) {
         self.global = global
     }
 
     /// The team's own part of the offset.
-    var teamOffsetSeconds: Int64 { own.load(ordering: .relaxed) }
+    var teamOffsetSeconds: Int64 { own.offsetSeconds }
 
-    var offsetSeconds: Int64 { global.offsetSeconds + own.load(ordering: .relaxed) }
+    var offsetSeconds: Int64 { global.offsetSeconds + own.offsetSeconds }
 
     func nowMilliseconds() -> Int64 {
-        MockClock.wallMilliseconds() + offsetSeconds * 1000
+        own.nowMilliseconds() + global.offsetSeconds * 1000
     }
 
     func nowSeconds() -> Int64 {
-        Int64(time(nil)) + offsetSeconds
+        own.nowSeconds() + global.offsetSeconds
     }
 
     /// Moves the team's clock `seconds` ahead; the new total offset, or `nil` (nothing changed) when
     /// the total would pass ``MockClock/maximumOffsetSeconds``.
     func advance(seconds: Int64) -> Int64? {
-        var current = own.load(ordering: .relaxed)
-        while true {
-            let global = global.offsetSeconds
-            guard seconds >= 0, global + current + seconds <= MockClock.maximumOffsetSeconds else { return nil }
-            let (exchanged, original) = own.compareExchange(
-                expected: current, desired: current + seconds, ordering: .relaxed)
-            if exchanged { return global + current + seconds }
-            current = original
-        }
+        let global = global.offsetSeconds
+        return own.advance(seconds: seconds, above: global).map { global + $0 }
     }
 
     func reset() {
-        own.store(0, ordering: .relaxed)
+        own.reset()
     }
 }
 
