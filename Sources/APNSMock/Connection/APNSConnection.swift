@@ -459,7 +459,7 @@ extension APNSConnection: HTTP2SessionDelegate {
     /// recording is off, or no route takes the request).
     private func recordOversized(_ request: borrowing PushRequest, stream: RequestStream) -> UInt64 {
         guard let route = routes.undecidedRoute(for: request.path) else {
-            routes.state.statistics.count(status: HeaderListTooLarge.status, rejection: nil, action: nil)
+            routes.state.counting.count(status: HeaderListTooLarge.status, rejection: nil, action: nil)
             return 0
         }
         return route.recorder.recordUndecided(
@@ -468,11 +468,11 @@ extension APNSConnection: HTTP2SessionDelegate {
     }
 
     func session(_ session: HTTP2Session, responseFinished token: ResponseToken) {
-        if !token.recordSaysWritten { routes.state.records.setResponseWritten(true, seq: token.record) }
+        if !token.recordSaysWritten { routes.state.recording.setResponseWritten(true, seq: token.record) }
     }
 
     func session(_ session: HTTP2Session, responseAbandoned token: ResponseToken) {
-        if token.recordSaysWritten { routes.state.records.setResponseWritten(false, seq: token.record) }
+        if token.recordSaysWritten { routes.state.recording.setResponseWritten(false, seq: token.record) }
     }
 
     func session(_ session: HTTP2Session, refusedAfterGoAway id: Int32) {

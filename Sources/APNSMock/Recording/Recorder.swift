@@ -22,7 +22,7 @@ struct Recorder: Sendable {
         count(kind: V.kind)
         note(status: status, rejection: rejection, action: action, kind: V.kind, team: team,
              id: verdict.answerID.text(uppercase: V.kind == .device), streamID: stream.id, context: context)
-        guard state.records.isEnabled else { return 0 }
+        guard state.recording.isEnabled else { return 0 }
         let receivedAt = connection.readTime()
         let shape = verdict.shape(for: request, shapes: &connection.shapes, connectionID: UInt64(context.connectionNumber))
         // `registerCopy()`: each `String?` copied out of the request is one retain through it
@@ -34,7 +34,7 @@ struct Recorder: Sendable {
         let injected = actions.faultMatched, streamID = stream.id
         let written = actions.writtenAtOnce(streamOpen: stream.isOpen)
         let offset = team?._withUnsafeGuaranteedRef { $0.clock.offsetSeconds } ?? state.clock.offsetSeconds
-        return state.records.append { seq in
+        return state.recording.append { seq in
             RawRecord(
                 seq: seq, receivedAt: receivedAt, shape: shape, path: path, apnsIDHeader: apnsIDHeader,
                 apnsID: answerID, uniqueID: uniqueID, status: status, rejection: rejection, injected: injected,
@@ -53,7 +53,7 @@ struct Recorder: Sendable {
     ) -> UInt64 {
         count(kind: kind)
         note(status: status, rejection: nil, action: nil, kind: kind, team: nil, id: "", streamID: stream.id, context: context)
-        guard state.records.isEnabled else { return 0 }
+        guard state.recording.isEnabled else { return 0 }
         let receivedAt = connection.readTime()
         let environment = connection.environment(of: request, context: context, fallback: fallback)
         let shape = RequestShape(
@@ -65,7 +65,7 @@ struct Recorder: Sendable {
         let requestID = APNSResponse.RequestID.take(
             kind == .device ? request.apnsID : request.requestID, random: &connection.random)
         let path = request.path, apnsIDHeader = request.apnsID, offset = state.clock.offsetSeconds
-        return state.records.append { seq in
+        return state.recording.append { seq in
             RawRecord(
                 seq: seq, receivedAt: receivedAt, shape: shape, path: path, apnsIDHeader: apnsIDHeader, apnsID: requestID,
                 uniqueID: nil, status: status, rejection: nil, injected: false, action: nil,
@@ -76,7 +76,7 @@ struct Recorder: Sendable {
     /// Counts a request of a kind other than device pushes: those are the total less the others
     /// (``RequestStatistics``).
     private func count(kind: RecordKind) {
-        if kind != .device { state.statistics.count(kind: kind) }
+        if kind != .device { state.counting.count(kind: kind) }
     }
 
     /// Counts the outcome and logs a rejection at debug level: a load test of bad tokens must not
@@ -86,8 +86,8 @@ struct Recorder: Sendable {
         status: Int?, rejection: Rejection?, action: FaultRule.Action.Name?, kind: RecordKind, team: Unmanaged<TeamSpace>?,
         id: @autoclosure () -> String, streamID: Int32, context: ConnectionContext
     ) {
-        let filed = state.statistics.count(status: status, rejection: rejection, action: action)
-        team?._withUnsafeGuaranteedRef { $0.counts.count(filed) }
+        let filed = state.counting.count(status: status, rejection: rejection, action: action)
+        if state.countsTeams { team?._withUnsafeGuaranteedRef { $0.counts.count(filed) } }
         if let rejection, logger.logLevel <= .debug {
             logger.debug(
                 "rejected request",

@@ -11,8 +11,23 @@ import Synchronization
 public final class MockState: Sendable {
     let devices: any VersionedBackend<DeviceRegistry>
     let faults: any FaultBackend
+    /// The records the admin API reads: the same ring as ``recording`` in memory; with a shared
+    /// state, the shared records of every replica in their shared order (``SharedRecords``).
     let records: RecordStore
+    /// The counts the admin API reads, which summarise ``records``; also this process's
+    /// connection-level counts (GOAWAYs, refused streams, latency).
     let statistics: RequestStatistics
+    /// Where the request path appends its records: ``records`` in memory; with a shared state, this
+    /// process's queue of records on their way to the database.
+    let recording: RecordStore
+    /// Where the request path counts outcomes: ``statistics`` in memory; with a shared state, this
+    /// process's own counts, while ``statistics`` counts the shared records as they arrive.
+    let counting: RequestStatistics
+    /// Whether the request path counts into its team's ``TeamSpace/counts`` (in memory), or the
+    /// shared records do as they arrive.
+    let countsTeams: Bool
+    /// The shared state's engine, when `state.url` names one; `nil` in memory.
+    let shared: (any SharedStateEngine)?
     let connections: ConnectionRegistry
     let channels: any ChannelBackend
     /// The mock's time (`/v1/clock`), read by every time rule.
@@ -50,7 +65,8 @@ public final class MockState: Sendable {
         self.init(configuration: configuration, parts: .inMemory(configuration), tokenKeys: tokenKeys)
     }
 
-    init(configuration: ServerConfiguration, parts: Parts, tokenKeys: TokenKeys) {
+    init(configuration: ServerConfiguration, parts: Parts, tokenKeys: TokenKeys, shared: (any SharedStateEngine)? = nil) {
+        self.shared = shared
         devices = parts.devices
         faults = parts.faults
         channels = parts.channels
@@ -59,6 +75,15 @@ public final class MockState: Sendable {
             configured: configuration.teams, keys: tokenKeys, globalClock: parts.clock, faultSeed: configuration.faultSeed)
         records = RecordStore(capacity: configuration.recordingCapacity)
         statistics = RequestStatistics(droppedLogLines: configuration.droppedLogLines)
+        if let shared {
+            recording = RecordStore(capacity: shared.queueCapacity)
+            counting = RequestStatistics()
+            countsTeams = false
+        } else {
+            recording = records
+            counting = statistics
+            countsTeams = true
+        }
         connections = ConnectionRegistry()
         let limit = configuration.validation.rateLimit
         let clock = parts.clock
@@ -116,8 +141,20 @@ public final class MockState: Sendable {
     }
 
     /// Forgets every record (`DELETE /v1/notifications`): the counts that summarise them start
-    /// again, the mock's and every team's.
+    /// again, the mock's and every team's. With a shared state the shared records are cleared, on
+    /// every replica, once this replica's queue has gone out before the clearing
+    /// (``SharedStateEngine/clearRecords(team:)``).
     func removeRecords() {
+        if let shared {
+            guard !SharedReplay.isFromAnotherReplica else { return }
+            shared.clearRecords(team: nil)
+            return
+        }
+        applyRemoveRecords()
+    }
+
+    /// ``removeRecords()`` on this process's copy.
+    func applyRemoveRecords() {
         records.removeAll()
         statistics.resetCounts()
         for space in teams.all { _ = space.counts.resetCounts() }
@@ -125,6 +162,16 @@ public final class MockState: Sendable {
 
     /// Forgets one team's records (`DELETE /v1/notifications?team=`), and its counts with them.
     func removeRecords(team space: TeamSpace) {
+        if let shared {
+            guard !SharedReplay.isFromAnotherReplica else { return }
+            shared.clearRecords(team: space.teamID)
+            return
+        }
+        applyRemoveRecords(team: space)
+    }
+
+    /// ``removeRecords(team:)`` on this process's copy.
+    func applyRemoveRecords(team space: TeamSpace) {
         let last = records.lastSeq
         statistics.forget(space.counts.resetCounts())
         records.hideTeam(space.teamID, through: last)
