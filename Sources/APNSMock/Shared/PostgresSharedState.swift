@@ -217,6 +217,8 @@ final class PostgresSharedState: SharedStateEngine {
             if let message = error.serverInfo?[.message] { return message }
             return "\(error.code)"
         }
+        // postgres-nio's pool stops trying for a while after failed attempts to connect.
+        if "\(error)".contains("CircuitBreaker") { return "no connection could be made (retrying with growing pauses)" }
         return "\(error)"
     }
 
@@ -235,13 +237,19 @@ final class PostgresSharedState: SharedStateEngine {
                 reachable()
                 adminArrived.signal()
                 recordsArrived.signal()
-                try await withTaskCancellationHandler {
-                    let notifications = try await connection.listen("apns_mock")
-                    for try await notification in notifications {
-                        if notification.payload == "admin" { adminArrived.signal() } else { recordsArrived.signal() }
+                do {
+                    try await withTaskCancellationHandler {
+                        let notifications = try await connection.listen("apns_mock")
+                        for try await notification in notifications {
+                            if notification.payload == "admin" { adminArrived.signal() } else { recordsArrived.signal() }
+                        }
+                    } onCancel: {
+                        connection.close().whenComplete { _ in }
                     }
-                } onCancel: {
-                    connection.close().whenComplete { _ in }
+                } catch {
+                    // Closed before it is let go (postgres-nio requires it), whatever ended it.
+                    try? await connection.close()
+                    throw error
                 }
                 try? await connection.close()
             } catch {

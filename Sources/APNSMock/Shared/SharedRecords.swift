@@ -100,17 +100,17 @@ final class SharedRecords: Sendable {
     /// Waits until this replica's records queued before the call are written and the mirror read
     /// them (a query on this replica then finds what it answered), at most `seconds`.
     func sync(seconds: Double) async {
-        guard let state else { return }
+        guard let state, let engine, engine.degradedReason == nil else { return }
         let through = state.recording.lastSeq
-        let shared = await withCheckedContinuation { (continuation: CheckedContinuation<Int64, Never>) in
-            let done = writer.withLock { writer -> Int64? in
-                if writer.shipped >= through && writer.clearings.isEmpty { return writer.lastShared }
-                writer.flushWaiters.append((through, continuation))
-                return nil
-            }
-            if let done { continuation.resume(returning: done) }
-        }
         _ = try? await withDeadline(seconds: seconds) { [self] in
+            let shared = await withCheckedContinuation { (continuation: CheckedContinuation<Int64, Never>) in
+                let done = writer.withLock { writer -> Int64? in
+                    if writer.shipped >= through && writer.clearings.isEmpty { return writer.lastShared }
+                    writer.flushWaiters.append((through, continuation))
+                    return nil
+                }
+                if let done { continuation.resume(returning: done) }
+            }
             await waitForMirror(through: shared)
             return true
         }
