@@ -315,7 +315,7 @@ final class SharedRecords: Sendable {
             while let mark = pendingMarks.first, mark.1 <= seq {
                 pendingMarks.removeFirst()
                 if let team = mark.2 {
-                    if let space = state.teams.space(team) { state.applyRemoveRecords(team: space) }
+                    state.applySharedClearing(team: team)
                 } else {
                     state.applyRemoveRecords()
                 }
@@ -359,7 +359,7 @@ final class SharedRecords: Sendable {
             if let known = teams[team] {
                 space = known
             } else {
-                space = state.teams.space(team)
+                space = state.space(forRecordsOf: team)
                 teams[team] = space
             }
             space?.counts.count(filed)
