@@ -25,6 +25,9 @@ protocol SharedStateEngine: AnyObject, Sendable {
 /// by the replica that received the request.
 enum SharedReplay {
     @TaskLocal static var fromAnotherReplica = false
+    /// Whether a change from the shared log is being applied (the admin API's log middleware and
+    /// its bearer token let it through: it was checked where it was received).
+    @TaskLocal static var applying = false
     /// The position of the change being applied in the shared log (0 outside one): a fault rule
     /// added by it takes its claim key from it, the same on every replica.
     @TaskLocal static var entry: Int64 = 0
