@@ -136,7 +136,7 @@ final class PostgresSharedState: SharedStateEngine {
     /// read the records there were: its listeners may serve.
     func attach(state: MockState, respond: @escaping SharedAdminLog.Responder) async throws {
         attachment.withLock { $0 = Attachment(state: state) }
-        adminLog.attach(engine: self, respond: respond)
+        adminLog.attach(engine: self, state: state, respond: respond)
         records.attach(engine: self, state: state)
         guard try await withDeadline(seconds: 120, { [self] in
             try await adminLog.applyPending()
@@ -306,6 +306,20 @@ final class PostgresSharedState: SharedStateEngine {
 
     func clearRecords(team: String?) {
         records.clear(team: team)
+    }
+
+    func tokenExpired(team: String, tokenId: String, offset: Int64) {
+        adminLog.publish(SharedAdminLog.Entry(method: SharedAdminLog.tokenExpired, uri: tokenId, team: team, body: String(offset)))
+    }
+
+    func channelCreated(_ channel: BroadcastChannel) {
+        adminLog.publish(SharedAdminLog.Entry(
+            method: SharedAdminLog.channelCreated, uri: channel.id,
+            body: "\(channel.bundleID)\n\(channel.environment.rawValue)\n\(channel.storagePolicy.rawValue)"))
+    }
+
+    func channelDeleted(_ channel: BroadcastChannel) {
+        adminLog.publish(SharedAdminLog.Entry(method: SharedAdminLog.channelDeleted, uri: channel.id, body: ""))
     }
 
     func claimFault(key: String, times: Int, on loop: any EventLoop) -> EventLoopFuture<Bool?> {
