@@ -34,6 +34,9 @@ final class SharedAdminLog: Sendable {
     private struct Progress {
         var applied: Int64 = 0
         var waiters: [Int64: CheckedContinuation<Response?, Never>] = [:]
+        /// Answers to this replica's own changes applied before their submitter waited for them
+        /// (the notification can beat the insert's return); taken by ``submit``.
+        var answers: [Int64: Response] = [:]
     }
 
     private let progress = Mutex(Progress())
@@ -156,12 +159,12 @@ final class SharedAdminLog: Sendable {
             return .success(Response(status: .noContent))
         }
         let response = await withCheckedContinuation { (continuation: CheckedContinuation<Response?, Never>) in
-            let already = progress.withLock { progress -> Bool in
-                if progress.applied >= id { return true }
+            let already = progress.withLock { progress -> Response?? in
+                if progress.applied >= id { return .some(progress.answers.removeValue(forKey: id)) }
                 progress.waiters[id] = continuation
-                return false
+                return nil
             }
-            if already { continuation.resume(returning: nil) }
+            if let already { continuation.resume(returning: already) }
             engine.adminArrived.signal()
         }
         return .success(response ?? Response(status: .noContent))
@@ -214,7 +217,15 @@ final class SharedAdminLog: Sendable {
                 }
                 let waiter = progress.withLock { progress -> CheckedContinuation<Response?, Never>? in
                     progress.applied = id
-                    return progress.waiters.removeValue(forKey: id)
+                    let waiter = progress.waiters.removeValue(forKey: id)
+                    if waiter == nil, own, let response {
+                        progress.answers[id] = response
+                        // Bounded: a submitter that gave up leaves its answer behind.
+                        if progress.answers.count > 1_000, let oldest = progress.answers.keys.min() {
+                            progress.answers[oldest] = nil
+                        }
+                    }
+                    return waiter
                 }
                 waiter?.resume(returning: response)
                 if own { await compact(after: entry, id: id, status: response?.status ?? .noContent, engine: engine) }
