@@ -26,10 +26,12 @@ final class SharedRecords: Sendable {
         var shipped: UInt64 = 0
         /// The shared number of this replica's last record written.
         var lastShared: Int64 = 0
+        /// The last clearing this replica wrote.
+        var lastMark: Int64 = 0
         /// Clearings asked for, written after the records queued before them.
         var clearings: [(through: UInt64, team: String?)] = []
         /// Callers waiting until the queue is shipped through a record.
-        var flushWaiters: [(through: UInt64, continuation: CheckedContinuation<Int64, Never>)] = []
+        var flushWaiters: [(through: UInt64, continuation: CheckedContinuation<(Int64, Int64), Never>)] = []
     }
 
     private let writer = Mutex(Writer())
@@ -40,7 +42,7 @@ final class SharedRecords: Sendable {
         /// The last mark applied.
         var mark: Int64 = 0
         /// Callers waiting until the mirror has read through a shared number.
-        var waiters: [(through: Int64, continuation: CheckedContinuation<Void, Never>)] = []
+        var waiters: [(through: Int64, mark: Int64, continuation: CheckedContinuation<Void, Never>)] = []
     }
 
     private let mirror = Mutex(Mirror())
@@ -103,24 +105,24 @@ final class SharedRecords: Sendable {
         guard let state, let engine, engine.degradedReason == nil else { return }
         let through = state.recording.lastSeq
         _ = try? await withDeadline(seconds: seconds) { [self] in
-            let shared = await withCheckedContinuation { (continuation: CheckedContinuation<Int64, Never>) in
-                let done = writer.withLock { writer -> Int64? in
-                    if writer.shipped >= through && writer.clearings.isEmpty { return writer.lastShared }
+            let (shared, mark) = await withCheckedContinuation { (continuation: CheckedContinuation<(Int64, Int64), Never>) in
+                let done = writer.withLock { writer -> (Int64, Int64)? in
+                    if writer.shipped >= through && writer.clearings.isEmpty { return (writer.lastShared, writer.lastMark) }
                     writer.flushWaiters.append((through, continuation))
                     return nil
                 }
                 if let done { continuation.resume(returning: done) }
             }
-            await waitForMirror(through: shared)
+            await waitForMirror(through: shared, mark: mark)
             return true
         }
     }
 
-    private func waitForMirror(through shared: Int64) async {
+    private func waitForMirror(through shared: Int64, mark: Int64) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let done = mirror.withLock { mirror -> Bool in
-                if mirror.seq >= shared { return true }
-                mirror.waiters.append((shared, continuation))
+                if mirror.seq >= shared && mirror.mark >= mark { return true }
+                mirror.waiters.append((shared, mark, continuation))
                 return false
             }
             if done { continuation.resume() } else { engine?.recordsArrived.signal() }
@@ -229,12 +231,16 @@ final class SharedRecords: Sendable {
     }
 
     private func writeClearing(team: String?, engine: PostgresSharedState) async throws {
-        try await engine.client.query(
+        var mark: Int64 = 0
+        for try await id in try await engine.client.query(
             """
             WITH counter AS (UPDATE apns_mock_record_counter SET last = last RETURNING last)
-            INSERT INTO apns_mock_record_marks (after_seq, team) SELECT last, \(team) FROM counter
+            INSERT INTO apns_mock_record_marks (after_seq, team) SELECT last, \(team) FROM counter RETURNING id
             """, logger: logger
-        ).drain()
+        ).decode(Int64.self) {
+            mark = id
+        }
+        writer.withLock { $0.lastMark = max($0.lastMark, mark) }
         try await engine.notify("records")
         var last: Int64 = 0
         for try await value in try await engine.client.query("SELECT last FROM apns_mock_record_counter", logger: logger)
@@ -247,13 +253,13 @@ final class SharedRecords: Sendable {
 
     /// Answers the flush waiters whose records went out (all of them when `force`).
     private func answerFlushWaiters(force: Bool) {
-        let ready = writer.withLock { writer -> [(CheckedContinuation<Int64, Never>, Int64)] in
-            let lastShared = writer.lastShared
+        let ready = writer.withLock { writer -> [(CheckedContinuation<(Int64, Int64), Never>, (Int64, Int64))] in
+            let last = (writer.lastShared, writer.lastMark)
             let cleared = writer.clearings.isEmpty
-            var ready: [(CheckedContinuation<Int64, Never>, Int64)] = []
+            var ready: [(CheckedContinuation<(Int64, Int64), Never>, (Int64, Int64))] = []
             writer.flushWaiters.removeAll { waiter in
                 guard force || (waiter.through <= writer.shipped && cleared) else { return false }
-                ready.append((waiter.continuation, lastShared))
+                ready.append((waiter.continuation, last))
                 return true
             }
             return ready
@@ -340,7 +346,7 @@ final class SharedRecords: Sendable {
             mirror.seq = seq
             var ready: [CheckedContinuation<Void, Never>] = []
             mirror.waiters.removeAll { waiter in
-                guard waiter.through <= seq else { return false }
+                guard waiter.through <= seq, waiter.mark <= mirror.mark else { return false }
                 ready.append(waiter.continuation)
                 return true
             }
