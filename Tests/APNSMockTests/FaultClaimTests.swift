@@ -4,6 +4,7 @@ import APNSMockTesting
 import Logging
 import NIOCore
 import NIOEmbedded
+import NIOPosix
 import Synchronization
 import Testing
 
@@ -18,6 +19,8 @@ final class FakeSharedState: SharedStateEngine {
         case unreachable
         /// Answers when the test calls ``release()``, granting then.
         case hold
+        /// Answers a millisecond later, on the loop it was given, granting then.
+        case later
     }
 
     private struct Counts {
@@ -46,6 +49,13 @@ final class FakeSharedState: SharedStateEngine {
             case .hold:
                 counts.held.append((key, times, promise))
                 return nil
+            case .later:
+                return nil
+            }
+        }
+        if case .later = counts.withLock({ $0.mode }) {
+            loop.scheduleTask(in: .milliseconds(1)) {
+                promise.succeed(self.counts.withLock { Self.grant(key, times: times, in: &$0) })
             }
         }
         if let answer { promise.succeed(answer) }
@@ -388,5 +398,50 @@ struct FaultClaimTests {
         #expect(engine.heldCount == 0)
         #expect([3, 5, 7].map { test.status($0) } == ["503", "503", "200"])
         #expect(test.records.dropFirst().map(\.responseWritten) == [true, true, true])
+    }
+
+    /// The channel handler's side, on real sockets and event loops: h2load's connections on two
+    /// threads, claims answered a millisecond later on each connection's loop.
+    @Test(.timeLimit(.minutes(1)))
+    func aRuleFiresExactlyTimesUnderLoadThroughTheChannelHandler() async throws {
+        let engine = FakeSharedState(.later)
+        var configuration = try MockHarness.configuration()
+        // h2load opens its streams before the first token is accepted, and retries none refused.
+        configuration.http2.streamsBeforeAuthentication = 100
+        let state = MockState(
+            configuration: configuration, parts: .inMemory(configuration),
+            tokenKeys: try TokenKeys.load(configuration.teams), shared: engine)
+        _ = state.faults.add(Self.rule)
+        let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+        let routes = Routes(configuration: configuration, state: state, logger: logger).serving(.apns)
+        let tls = try TLSContext(
+            certificateChainPath: configuration.certificatePath, privateKeyPath: configuration.privateKeyPath,
+            clientCAPath: configuration.clientCAPath)
+        let timeouts = ConnectionTimeouts(configuration), settings = configuration.http2
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        let listener = try await ServerBootstrap(group: group)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let id = state.connections.opened(limit: .max) ?? 0
+                    let connection = try APNSConnection(
+                        id: id, tlsContext: tls, settings: settings, routes: routes, logger: logger)
+                    try channel.pipeline.syncOperations.addHandler(
+                        APNSChannelHandler(connection: connection, timeouts: timeouts, logger: logger))
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        let port = try #require(listener.localAddress?.port)
+        let run = try await H2Load.push(
+            400, to: "https://localhost:\(port)", token: Pushes.token, clients: 4, streams: 20, threads: 2, timeout: 50)
+        try await listener.close()
+        try await group.shutdownGracefully()
+        // h2load counts only 2xx answers as succeeded.
+        #expect(run.text.contains("400 done, 398 succeeded, 2 failed, 0 errored"), "\(run.text)")
+        #expect(run.text.contains("398 2xx") && run.text.contains("2 5xx"), "\(run.text)")
+        let records = Self.records(state)
+        #expect(records.count == 400)
+        #expect(records.filter(\.injected).map(\.status) == [503, 503])
+        #expect(records.filter(\.responseWritten).count == 400)
+        #expect(engine.claims.count >= 2 && state.faults.count == 0)
     }
 }
