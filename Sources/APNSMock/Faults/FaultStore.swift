@@ -5,7 +5,9 @@ import Synchronization
 ///
 /// The request path pays one atomic load while no rule exists (the usual case, and the benchmark
 /// case); only when rules exist does it take the lock, to pick a rule, roll its probability and
-/// count down its `times` as one step, so `times: 1` fires exactly once under concurrency.
+/// count down its `times` as one step, so `times: 1` fires exactly once under concurrency. With a
+/// shared state, other replicas fire the same rules: a rule with `times` is then claimed in the
+/// shared state before it fires (``FaultClaim``), and counted here once it does.
 ///
 /// Rules are indexed (a ``SelectiveIndex``) by the most selective field they name (token, channel,
 /// topic, connection, push type, kind; in that order), so a request looks only at the rules filed
@@ -17,7 +19,8 @@ final class FaultStore: Sendable {
     struct Entry: Sendable {
         var id: String
         var rule: FaultRule
-        /// Applications left when the rule has `times`; the rule is removed at 0.
+        /// Applications left when the rule has `times`; the rule is removed at 0. With a shared
+        /// state, what is left as far as this replica's own firings tell.
         var remaining: Int?
         /// Matching requests the rule was applied to.
         var applied: Int = 0
