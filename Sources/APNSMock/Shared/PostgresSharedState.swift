@@ -109,8 +109,17 @@ final class PostgresSharedState: SharedStateEngine {
     func connect() async throws {
         let client = client
         tasks.withLock { $0.append(Task { await client.run() }) }
-        let logger = logger
+        let logger = logger, listenConfiguration = listenConfiguration
         do {
+            // One connection of its own first: the pool would retry a refused connection for a
+            // minute, where start-up should say at once what is wrong.
+            guard try await withDeadline(seconds: 10, {
+                let connection = try await PostgresConnection.connect(configuration: listenConfiguration, id: 0, logger: logger)
+                try? await connection.close()
+                return true
+            }) == true else {
+                throw StartError(description: "state.url (APNS_MOCK_STATE_URL): PostgreSQL at \(location) did not answer within 10 s")
+            }
             let done = try await withDeadline(seconds: 15) {
                 try await SharedSchema.migrate(client, logger: logger)
                 return true
@@ -136,7 +145,7 @@ final class PostgresSharedState: SharedStateEngine {
     /// read the records there were: its listeners may serve.
     func attach(state: MockState, respond: @escaping SharedAdminLog.Responder) async throws {
         attachment.withLock { $0 = Attachment(state: state) }
-        adminLog.attach(engine: self, respond: respond)
+        adminLog.attach(engine: self, state: state, respond: respond)
         records.attach(engine: self, state: state)
         guard try await withDeadline(seconds: 120, { [self] in
             try await adminLog.applyPending()
@@ -215,6 +224,7 @@ final class PostgresSharedState: SharedStateEngine {
     static func describe(_ error: any Error) -> String {
         if let error = error as? PSQLError {
             if let message = error.serverInfo?[.message] { return message }
+            if let underlying = error.underlying { return "\(error.code): \(underlying)" }
             return "\(error.code)"
         }
         // postgres-nio's pool stops trying for a while after failed attempts to connect.
@@ -306,6 +316,20 @@ final class PostgresSharedState: SharedStateEngine {
 
     func clearRecords(team: String?) {
         records.clear(team: team)
+    }
+
+    func tokenExpired(team: String, tokenId: String, offset: Int64) {
+        adminLog.publish(SharedAdminLog.Entry(method: SharedAdminLog.tokenExpired, uri: tokenId, team: team, body: String(offset)))
+    }
+
+    func channelCreated(_ channel: BroadcastChannel) {
+        adminLog.publish(SharedAdminLog.Entry(
+            method: SharedAdminLog.channelCreated, uri: channel.id,
+            body: "\(channel.bundleID)\n\(channel.environment.rawValue)\n\(channel.storagePolicy.rawValue)"))
+    }
+
+    func channelDeleted(_ channel: BroadcastChannel) {
+        adminLog.publish(SharedAdminLog.Entry(method: SharedAdminLog.channelDeleted, uri: channel.id, body: ""))
     }
 
     func claimFault(key: String, times: Int, on loop: any EventLoop) -> EventLoopFuture<Bool?> {

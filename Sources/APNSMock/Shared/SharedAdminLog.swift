@@ -25,6 +25,7 @@ final class SharedAdminLog: Sendable {
     private let logger: Logger
     private struct Links {
         var engine: PostgresSharedState?
+        var state: MockState?
         var respond: Responder?
     }
 
@@ -33,6 +34,9 @@ final class SharedAdminLog: Sendable {
     private struct Progress {
         var applied: Int64 = 0
         var waiters: [Int64: CheckedContinuation<Response?, Never>] = [:]
+        /// Answers to this replica's own changes applied before their submitter waited for them
+        /// (the notification can beat the insert's return); taken by ``submit``.
+        var answers: [Int64: Response] = [:]
     }
 
     private let progress = Mutex(Progress())
@@ -45,10 +49,43 @@ final class SharedAdminLog: Sendable {
         self.logger = logger
     }
 
-    func attach(engine: PostgresSharedState, respond: @escaping Responder) {
+    func attach(engine: PostgresSharedState, state: MockState, respond: @escaping Responder) {
         links.withLock {
             $0.engine = engine
+            $0.state = state
             $0.respond = respond
+        }
+    }
+
+    // What the request path changed on one replica, logged for the others (their `method`; no
+    // admin route has these names, so no admin request can log one).
+    static let tokenExpired = "TOKEN-EXPIRED"
+    static let channelCreated = "CHANNEL-CREATED"
+    static let channelDeleted = "CHANNEL-DELETED"
+
+    /// Logs a change the request path made here, in the background; the other replicas apply it.
+    /// Lost if the database is away (that replica's change stays its own).
+    func publish(_ entry: Entry) {
+        Task { _ = await submit(entry, waitForApplication: false) }
+    }
+
+    /// Applies a change the request path made on another replica (a no-op on its own).
+    private func applyRequestPathChange(_ entry: Entry, own: Bool, state: MockState) {
+        guard !own else { return }
+        switch entry.method {
+        case Self.tokenExpired:
+            if let team = entry.team, let space = state.teams.space(team) {
+                space.tokens.expire(entry.uri, offset: Int64(entry.body) ?? 0)
+            }
+        case Self.channelCreated:
+            let fields = entry.body.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            guard fields.count == 3, let environment = APNSEnvironment(rawValue: fields[1]),
+                  let policy = Int(fields[2]).flatMap(MessageStoragePolicy.init(rawValue:)) else { return }
+            _ = state.channels.create(bundleID: fields[0], environment: environment, policy: policy, id: entry.uri)
+        case Self.channelDeleted:
+            _ = state.channels.delete(id: entry.uri)
+        default:
+            break
         }
     }
 
@@ -57,8 +94,8 @@ final class SharedAdminLog: Sendable {
     struct Entry: Sendable {
         var method: String
         var uri: String
-        var team: String?
-        var scopeHeader: String?
+        var team: String? = nil
+        var scopeHeader: String? = nil
         var body: String
     }
 
@@ -68,7 +105,7 @@ final class SharedAdminLog: Sendable {
     }
 
     /// Logs a change received by this replica and returns its answer once this replica applied it.
-    func submit(_ entry: Entry) async -> Result<Response, AppendError> {
+    func submit(_ entry: Entry, waitForApplication: Bool = true) async -> Result<Response, AppendError> {
         guard let engine = links.withLock({ $0.engine }) else { return .failure(.unreachable("not started")) }
         let logger = logger
         let id: Int64?
@@ -78,11 +115,20 @@ final class SharedAdminLog: Sendable {
                     try await connection.query("BEGIN", logger: logger).drain()
                     do {
                         try await connection.query("SELECT pg_advisory_xact_lock(\(SharedSchema.adminLogLock))", logger: logger).drain()
+                        // The span of ids bounds the count from above (two index look-ups); only
+                        // past the bound are the entries counted.
                         var count = 0
-                        for try await value in try await connection.query("SELECT count(*) FROM apns_mock_admin_log", logger: logger)
-                            .decode(Int.self)
-                        {
-                            count = value
+                        for try await value in try await connection.query(
+                            "SELECT coalesce(max(id) - min(id) + 1, 0) FROM apns_mock_admin_log", logger: logger
+                        ).decode(Int64.self) {
+                            count = Int(value)
+                        }
+                        if count >= Self.maximumEntries {
+                            for try await value in try await connection.query("SELECT count(*) FROM apns_mock_admin_log", logger: logger)
+                                .decode(Int64.self)
+                            {
+                                count = Int(value)
+                            }
                         }
                         guard count < Self.maximumEntries else {
                             try await connection.query("ROLLBACK", logger: logger).drain()
@@ -117,13 +163,17 @@ final class SharedAdminLog: Sendable {
             return .failure(.unreachable("no answer within 5 s"))
         }
         engine.reachable()
+        guard waitForApplication else {
+            engine.adminArrived.signal()
+            return .success(Response(status: .noContent))
+        }
         let response = await withCheckedContinuation { (continuation: CheckedContinuation<Response?, Never>) in
-            let already = progress.withLock { progress -> Bool in
-                if progress.applied >= id { return true }
+            let already = progress.withLock { progress -> Response?? in
+                if progress.applied >= id { return .some(progress.answers.removeValue(forKey: id)) }
                 progress.waiters[id] = continuation
-                return false
+                return nil
             }
-            if already { continuation.resume(returning: nil) }
+            if let already { continuation.resume(returning: already) }
             engine.adminArrived.signal()
         }
         return .success(response ?? Response(status: .noContent))
@@ -147,8 +197,9 @@ final class SharedAdminLog: Sendable {
 
     /// Applies every entry after the last one applied.
     func applyPending() async throws {
-        guard let (engine, respond) = links.withLock({ links in links.engine.flatMap { e in links.respond.map { (e, $0) } } })
-        else { return }
+        guard let (engine, state, respond) = links.withLock({ links in
+            links.engine.flatMap { engine in links.state.flatMap { state in links.respond.map { (engine, state, $0) } } }
+        }) else { return }
         guard applying.withLock({ busy in busy ? false : { busy = true; return true }() }) else { return }
         defer { applying.withLock { $0 = false } }
         while true {
@@ -165,15 +216,28 @@ final class SharedAdminLog: Sendable {
             engine.reachable()
             for (id, origin, method, uri, team, scopeHeader, body) in entries {
                 let own = origin == engine.replica
-                let response = await apply(
-                    Entry(method: method, uri: uri, team: team, scopeHeader: scopeHeader, body: body), id: id,
-                    own: own, respond: respond)
+                let entry = Entry(method: method, uri: uri, team: team, scopeHeader: scopeHeader, body: body)
+                let response: Response?
+                if [Self.tokenExpired, Self.channelCreated, Self.channelDeleted].contains(method) {
+                    applyRequestPathChange(entry, own: own, state: state)
+                    response = nil
+                } else {
+                    response = await apply(entry, id: id, own: own, respond: respond)
+                }
                 let waiter = progress.withLock { progress -> CheckedContinuation<Response?, Never>? in
                     progress.applied = id
-                    return progress.waiters.removeValue(forKey: id)
+                    let waiter = progress.waiters.removeValue(forKey: id)
+                    if waiter == nil, own, let response {
+                        progress.answers[id] = response
+                        // Bounded: a submitter that gave up leaves its answer behind.
+                        if progress.answers.count > 1_000, let oldest = progress.answers.keys.min() {
+                            progress.answers[oldest] = nil
+                        }
+                    }
+                    return waiter
                 }
                 waiter?.resume(returning: response)
-                if own, let response { await compact(after: Entry(method: method, uri: uri, team: team, scopeHeader: scopeHeader, body: body), id: id, status: response.status, engine: engine) }
+                if own { await compact(after: entry, id: id, status: response?.status ?? .noContent, engine: engine) }
             }
             if entries.count < 500 { return }
         }
@@ -201,18 +265,28 @@ final class SharedAdminLog: Sendable {
         }
     }
 
-    /// Deletes what a team's removal or a reset of the whole mock undid.
+    /// Deletes what a team's removal, a reset of the whole mock or a channel's deletion undid. The
+    /// undoing entry stays: a replica that applied what it undoes, and has yet to apply it, must
+    /// find it.
     private func compact(after entry: Entry, id: Int64, status: HTTPResponse.Status, engine: PostgresSharedState) async {
         guard status.code < 300 else { return }
         let path = entry.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? entry.uri
         let logger = logger
-        if entry.method == "DELETE", path.hasPrefix("/v1/teams/"), let team = entry.team {
+        if entry.method == Self.channelDeleted {
+            // A channel's creation and deletion by the request path leave nothing behind.
             _ = try? await engine.client.query(
-                "DELETE FROM apns_mock_admin_log WHERE id <= \(id) AND team = \(team)", logger: logger
+                """
+                DELETE FROM apns_mock_admin_log
+                WHERE id < \(id) AND uri = \(entry.uri) AND method IN (\(Self.channelCreated), \(Self.channelDeleted))
+                """, logger: logger
+            ).drain()
+        } else if entry.method == "DELETE", path.hasPrefix("/v1/teams/"), let team = entry.team {
+            _ = try? await engine.client.query(
+                "DELETE FROM apns_mock_admin_log WHERE id < \(id) AND team = \(team)", logger: logger
             ).drain()
         } else if entry.method == "POST", path == "/v1/reset", entry.team == nil {
             _ = try? await engine.client.query(
-                "DELETE FROM apns_mock_admin_log WHERE id <= \(id) AND uri NOT LIKE '/v1/teams%'", logger: logger
+                "DELETE FROM apns_mock_admin_log WHERE id < \(id) AND uri NOT LIKE '/v1/teams%'", logger: logger
             ).drain()
         }
     }
@@ -255,6 +329,9 @@ struct SharedAdminMiddleware<Context: RequestContext>: RouterMiddleware {
             scopeHeader: request.headers[AdminAPI.teamHeader], body: body)
         switch await engine.adminLog.submit(entry) {
         case .success(let response):
+            // A clearing of records it made is written and read back before the answer, so that
+            // this replica's next query finds them gone.
+            await engine.records.sync(seconds: 2)
             return response
         case .failure(.full):
             return AdminAPI.error(

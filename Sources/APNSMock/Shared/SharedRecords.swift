@@ -1,6 +1,7 @@
 import APNSMockCore
 import Foundation
 import Logging
+import NIOCore
 import PostgresNIO
 import Synchronization
 
@@ -26,10 +27,12 @@ final class SharedRecords: Sendable {
         var shipped: UInt64 = 0
         /// The shared number of this replica's last record written.
         var lastShared: Int64 = 0
+        /// The last clearing this replica wrote.
+        var lastMark: Int64 = 0
         /// Clearings asked for, written after the records queued before them.
         var clearings: [(through: UInt64, team: String?)] = []
         /// Callers waiting until the queue is shipped through a record.
-        var flushWaiters: [(through: UInt64, continuation: CheckedContinuation<Int64, Never>)] = []
+        var flushWaiters: [(through: UInt64, continuation: CheckedContinuation<(Int64, Int64), Never>)] = []
     }
 
     private let writer = Mutex(Writer())
@@ -40,10 +43,12 @@ final class SharedRecords: Sendable {
         /// The last mark applied.
         var mark: Int64 = 0
         /// Callers waiting until the mirror has read through a shared number.
-        var waiters: [(through: Int64, continuation: CheckedContinuation<Void, Never>)] = []
+        var waiters: [(through: Int64, mark: Int64, continuation: CheckedContinuation<Void, Never>)] = []
     }
 
     private let mirror = Mutex(Mirror())
+    /// The mirror's decoder (one task uses it): it keeps the last shape read.
+    private let decoderState = Mutex(SharedRecordDecoder())
 
     /// Rows read and written per batch.
     static let batchSize = 2_000
@@ -103,24 +108,24 @@ final class SharedRecords: Sendable {
         guard let state, let engine, engine.degradedReason == nil else { return }
         let through = state.recording.lastSeq
         _ = try? await withDeadline(seconds: seconds) { [self] in
-            let shared = await withCheckedContinuation { (continuation: CheckedContinuation<Int64, Never>) in
-                let done = writer.withLock { writer -> Int64? in
-                    if writer.shipped >= through && writer.clearings.isEmpty { return writer.lastShared }
+            let (shared, mark) = await withCheckedContinuation { (continuation: CheckedContinuation<(Int64, Int64), Never>) in
+                let done = writer.withLock { writer -> (Int64, Int64)? in
+                    if writer.shipped >= through && writer.clearings.isEmpty { return (writer.lastShared, writer.lastMark) }
                     writer.flushWaiters.append((through, continuation))
                     return nil
                 }
                 if let done { continuation.resume(returning: done) }
             }
-            await waitForMirror(through: shared)
+            await waitForMirror(through: shared, mark: mark)
             return true
         }
     }
 
-    private func waitForMirror(through shared: Int64) async {
+    private func waitForMirror(through shared: Int64, mark: Int64) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let done = mirror.withLock { mirror -> Bool in
-                if mirror.seq >= shared { return true }
-                mirror.waiters.append((shared, continuation))
+                if mirror.seq >= shared && mirror.mark >= mark { return true }
+                mirror.waiters.append((shared, mark, continuation))
                 return false
             }
             if done { continuation.resume() } else { engine?.recordsArrived.signal() }
@@ -176,10 +181,11 @@ final class SharedRecords: Sendable {
         // waits for them (its client already has those answers).
         let flushing = writer.withLock { !$0.flushWaiters.isEmpty } || clearing != nil
         let settled = Int64(Date().timeIntervalSince1970 * 1000) - 20
-        var teams: [String] = [], bodies: [String] = []
+        var teams: [String] = [], bodies: [ByteBuffer] = []
         teams.reserveCapacity(Int(through - from))
         bodies.reserveCapacity(Int(through - from))
-        let encoder = JSONEncoder()
+        var encoder = SharedRecordEncoder()
+        var body = ByteBuffer()
         var lost = 0
         for seq in (from + 1)...through {
             guard let record = queue.read(seq), record.seq == seq else {
@@ -194,7 +200,9 @@ final class SharedRecords: Sendable {
                 break
             }
             teams.append(record.auth.teamId ?? "")
-            bodies.append(String(decoding: try encoder.encode(SharedRecordBody(record)), as: UTF8.self))
+            body.clear()
+            encoder.encode(record, into: &body)
+            bodies.append(body)
         }
         guard through > from else { return false }
         var lastShared: Int64 = 0
@@ -206,7 +214,7 @@ final class SharedRecords: Sendable {
                     UPDATE apns_mock_record_counter SET last = last + \(count) RETURNING last)
                 INSERT INTO apns_mock_records (seq, team, origin, body)
                 SELECT (SELECT last FROM counter) - \(count) + batch.ordinal, nullif(batch.team, ''), \(engine.replica), batch.body
-                FROM unnest(\(teams)::text[], \(bodies)::text[]) WITH ORDINALITY AS batch(team, body, ordinal)
+                FROM unnest(\(teams)::text[], \(bodies)::bytea[]) WITH ORDINALITY AS batch(team, body, ordinal)
                 RETURNING seq
                 """, logger: logger
             ).decode(Int64.self) {
@@ -229,12 +237,16 @@ final class SharedRecords: Sendable {
     }
 
     private func writeClearing(team: String?, engine: PostgresSharedState) async throws {
-        try await engine.client.query(
+        var mark: Int64 = 0
+        for try await id in try await engine.client.query(
             """
             WITH counter AS (UPDATE apns_mock_record_counter SET last = last RETURNING last)
-            INSERT INTO apns_mock_record_marks (after_seq, team) SELECT last, \(team) FROM counter
+            INSERT INTO apns_mock_record_marks (after_seq, team) SELECT last, \(team) FROM counter RETURNING id
             """, logger: logger
-        ).drain()
+        ).decode(Int64.self) {
+            mark = id
+        }
+        writer.withLock { $0.lastMark = max($0.lastMark, mark) }
         try await engine.notify("records")
         var last: Int64 = 0
         for try await value in try await engine.client.query("SELECT last FROM apns_mock_record_counter", logger: logger)
@@ -247,13 +259,13 @@ final class SharedRecords: Sendable {
 
     /// Answers the flush waiters whose records went out (all of them when `force`).
     private func answerFlushWaiters(force: Bool) {
-        let ready = writer.withLock { writer -> [(CheckedContinuation<Int64, Never>, Int64)] in
-            let lastShared = writer.lastShared
+        let ready = writer.withLock { writer -> [(CheckedContinuation<(Int64, Int64), Never>, (Int64, Int64))] in
+            let last = (writer.lastShared, writer.lastMark)
             let cleared = writer.clearings.isEmpty
-            var ready: [(CheckedContinuation<Int64, Never>, Int64)] = []
+            var ready: [(CheckedContinuation<(Int64, Int64), Never>, (Int64, Int64))] = []
             writer.flushWaiters.removeAll { waiter in
                 guard force || (waiter.through <= writer.shipped && cleared) else { return false }
-                ready.append((waiter.continuation, lastShared))
+                ready.append((waiter.continuation, last))
                 return true
             }
             return ready
@@ -282,7 +294,7 @@ final class SharedRecords: Sendable {
     private func ingest(engine: PostgresSharedState, state: MockState) async throws -> Bool {
         let (fromSeq, fromMark) = mirror.withLock { ($0.seq, $0.mark) }
         let logger = logger
-        let page = try await engine.client.withConnection { connection -> ([(Int64, Int64, String?)], [(Int64, String)]) in
+        let page = try await engine.client.withConnection { connection -> ([(Int64, Int64, String?)], [(Int64, ByteBuffer)]) in
             try await connection.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger).drain()
             do {
                 var marks: [(Int64, Int64, String?)] = []
@@ -291,11 +303,11 @@ final class SharedRecords: Sendable {
                 ).decode((Int64, Int64, String?).self) {
                     marks.append((id, after, team))
                 }
-                var rows: [(Int64, String)] = []
+                var rows: [(Int64, ByteBuffer)] = []
                 for try await (seq, body) in try await connection.query(
                     "SELECT seq, body FROM apns_mock_records WHERE seq > \(fromSeq) ORDER BY seq LIMIT \(Self.batchSize)",
                     logger: logger
-                ).decode((Int64, String).self) {
+                ).decode((Int64, ByteBuffer).self) {
                     rows.append((seq, body))
                 }
                 try await connection.query("COMMIT", logger: logger).drain()
@@ -308,9 +320,11 @@ final class SharedRecords: Sendable {
         let (marks, rows) = page
         let full = rows.count == Self.batchSize
         var pendingMarks = marks[...]
-        let decoder = JSONDecoder()
+
         var teamSpaces: [String: TeamSpace?] = [:]
         var seq = fromSeq
+        var decoder = decoderState.withLock { $0 }
+        defer { decoderState.withLock { $0 = decoder } }
         func applyMarks(through seq: Int64) {
             while let mark = pendingMarks.first, mark.1 <= seq {
                 pendingMarks.removeFirst()
@@ -325,12 +339,11 @@ final class SharedRecords: Sendable {
         for (rowSeq, body) in rows {
             applyMarks(through: rowSeq - 1)
             seq = rowSeq
-            guard let decoded = try? decoder.decode(SharedRecordBody.self, from: Data(body.utf8)) else {
+            guard let record = try? decoder.decode(body, seq: UInt64(rowSeq)) else {
                 logger.warning("a shared record could not be read: skipped", metadata: ["seq": "\(rowSeq)"])
                 state.records.skipMirror(through: UInt64(rowSeq))
                 continue
             }
-            let record = decoded.record(seq: UInt64(rowSeq))
             count(record, state: state, teams: &teamSpaces)
             state.records.appendMirrored(record)
         }
@@ -340,7 +353,7 @@ final class SharedRecords: Sendable {
             mirror.seq = seq
             var ready: [CheckedContinuation<Void, Never>] = []
             mirror.waiters.removeAll { waiter in
-                guard waiter.through <= seq else { return false }
+                guard waiter.through <= seq, waiter.mark <= mirror.mark else { return false }
                 ready.append(waiter.continuation)
                 return true
             }

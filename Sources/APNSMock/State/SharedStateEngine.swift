@@ -18,6 +18,12 @@ protocol SharedStateEngine: AnyObject, Sendable {
     /// `true` when this request may fire it, `false` when every firing was claimed; with
     /// `nil` when the database cannot answer (the rule then counts down in this process alone).
     func claimFault(key: String, times: Int, on loop: any EventLoop) -> EventLoopFuture<Bool?>
+    /// Tells the other replicas what the request path changed here, without waiting: a provider
+    /// token expired after an ExpiredProviderToken answer, a channel created or deleted through the
+    /// channel-management port.
+    func tokenExpired(team: String, tokenId: String, offset: Int64)
+    func channelCreated(_ channel: BroadcastChannel)
+    func channelDeleted(_ channel: BroadcastChannel)
 }
 
 /// Whether the admin change being applied came from another replica (``SharedAdminLog`` applies
