@@ -38,6 +38,9 @@ final class FakeSharedState: SharedStateEngine {
     }
 
     func clearRecords(team: String?) {}
+    func tokenExpired(team: String, tokenId: String, offset: Int64) {}
+    func channelCreated(_ channel: BroadcastChannel) {}
+    func channelDeleted(_ channel: BroadcastChannel) {}
 
     func claimFault(key: String, times: Int, on loop: any EventLoop) -> EventLoopFuture<Bool?> {
         let promise = loop.makePromise(of: Bool?.self)

@@ -64,15 +64,21 @@ enum StoreChange: Equatable {
     }
 
     func carryOut(on state: MockState) -> Result {
+        // With a shared state the other replicas learn of the change from its log, a moment later.
         switch self {
         case .createChannel(let bundleID, let environment, let policy):
             switch state.channels.create(bundleID: bundleID, environment: environment, policy: policy) {
-            case .success(let channel): .created(channel)
-            case .failure: .notCreated
+            case .success(let channel):
+                state.shared?.channelCreated(channel)
+                return .created(channel)
+            case .failure:
+                return .notCreated
             }
         case .deleteChannel(let channel):
-            state.channels.delete(id: channel.id, bundleID: channel.bundleID, environment: channel.environment) == nil
-                ? .alreadyGone : .deleted
+            guard state.channels.delete(id: channel.id, bundleID: channel.bundleID, environment: channel.environment) != nil
+            else { return .alreadyGone }
+            state.shared?.channelDeleted(channel)
+            return .deleted
         }
     }
 }

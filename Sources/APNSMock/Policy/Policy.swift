@@ -85,7 +85,9 @@ struct Policy: Sendable {
     func settle<V: Verdict>(_ actions: inout Effects.Actions, verdict: V, connection: inout ConnectionMemo) {
         let rejection = verdict.rejection
         if actions.answers, rejection?.reason == .expiredProviderToken {
-            connection.auth.tokenExpired()
+            if let expired = connection.auth.tokenExpired() {
+                state.shared?.tokenExpired(team: expired.team, tokenId: expired.tokenId, offset: expired.offset)
+            }
         }
         actions.settle(
             rejected: rejection != nil, acceptedFirstToken: verdict.acceptedFirstToken,
