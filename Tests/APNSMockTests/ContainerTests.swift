@@ -163,7 +163,8 @@ struct ContainerTests {
     /// sharing it (APNS_MOCK_STATE_URL) and one CA, the balancer in front of them as `apns-mock`.
     /// Each replica's APNs and admin ports are published too (the test's override), so that a push
     /// through one replica can be looked for through another's admin API; the records outlive the
-    /// replicas being restarted.
+    /// replicas being restarted; with PostgreSQL stopped the replicas stay behind the balancer,
+    /// degraded, answering pushes.
     @Test(.enabled(if: ContainerEngine.postgresImage != nil && ContainerEngine.balancerImage != nil,
                    "set CONTAINER_POSTGRES_IMAGE_UNDER_TEST and CONTAINER_BALANCER_IMAGE_UNDER_TEST (scripts/test builds them with scripts/replicated-images)"))
     func replicatedComposeSharesOneState() async throws {
@@ -279,6 +280,31 @@ struct ContainerTests {
         for (index, admin) in replicas.enumerated() {
             #expect(try await admin.health().status == "ok", "replica \(index + 1) after the restart")
         }
+
+        // PostgreSQL away: the replicas say `degraded` (still 200, so the balancer keeps them) and
+        // answer pushes through the balancer; back, they say `ok` again.
+        let postgres = "\(project)_postgres_1"
+        _ = try await ContainerEngine.podman(["stop", "-t", "5", postgres])
+        let degraded = try await Self.waitStatus(front, "degraded")
+        #expect(degraded, "through the balancer, /v1/health says degraded while PostgreSQL is away")
+        let response = try await Curl.send(
+            url: "https://api.push.apple.com/3/device/\(Self.device)", caPath: caPath, authorization: "bearer " + token,
+            extra: ["--connect-to", "api.push.apple.com:443:127.0.0.1:\(balancerPorts.apns)"])
+        #expect(response.status == 200, "a push through the balancer while PostgreSQL is away: \(response.status)")
+        _ = try await ContainerEngine.podman(["start", postgres])
+        for (index, admin) in replicas.enumerated() {
+            #expect(try await Self.waitStatus(admin, "ok"), "replica \(index + 1) ok again once PostgreSQL is back")
+        }
+    }
+
+    /// Polls `GET /v1/health` until it says `status` (30 s at most).
+    private static func waitStatus(_ admin: AdminClient, _ status: String) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            if (try? await admin.health().status) == status { return true }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        return false
     }
 
     /// Each replica's admin client once it is healthy (its published port, asked again: a restart
