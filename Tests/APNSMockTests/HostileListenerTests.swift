@@ -37,6 +37,12 @@ struct HostileListenerTests {
                 let outcome = await refused.waitForClose(timeout: .seconds(10))
                 #expect(outcome.closed, "a connection past the limit was kept open")
             }
+            // The mock writes its log off the listener's thread: under the whole suite the line may
+            // come a moment after the refusals.
+            let logged = ContinuousClock.now + .seconds(15)
+            while !mock.log.contains("setting=server.maxConnections"), ContinuousClock.now < logged {
+                try await Task.sleep(for: .milliseconds(100))
+            }
             #expect(mock.log.contains("connection limit reached"))
             #expect(mock.log.contains("limit=8"))
             #expect(mock.log.contains("setting=server.maxConnections"))
