@@ -249,9 +249,10 @@ final class PostgresSharedState: SharedStateEngine {
                 recordsArrived.signal()
                 do {
                     try await withTaskCancellationHandler {
-                        let notifications = try await connection.listen("apns_mock")
-                        for try await notification in notifications {
-                            if notification.payload == "admin" { adminArrived.signal() } else { recordsArrived.signal() }
+                        try await connection.listen(on: "apns_mock") { notifications in
+                            for try await notification in notifications {
+                                if notification.payload == "admin" { adminArrived.signal() } else { recordsArrived.signal() }
+                            }
                         }
                     } onCancel: {
                         connection.close().whenComplete { _ in }

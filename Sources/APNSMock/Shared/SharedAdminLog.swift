@@ -107,51 +107,48 @@ final class SharedAdminLog: Sendable {
     /// Logs a change received by this replica and returns its answer once this replica applied it.
     func submit(_ entry: Entry, waitForApplication: Bool = true) async -> Result<Response, AppendError> {
         guard let engine = links.withLock({ $0.engine }) else { return .failure(.unreachable("not started")) }
+        if let reason = engine.degradedReason {
+            // Refused at once: the database was found away already.
+            return .failure(.unreachable(reason))
+        }
         let logger = logger
         let id: Int64?
         do {
-            id = try await withDeadline(seconds: 5) {
-                try await engine.client.withConnection { connection -> Int64? in
-                    try await connection.query("BEGIN", logger: logger).drain()
-                    do {
-                        try await connection.query("SELECT pg_advisory_xact_lock(\(SharedSchema.adminLogLock))", logger: logger).drain()
-                        // The span of ids bounds the count from above (two index look-ups); only
-                        // past the bound are the entries counted.
-                        var count = 0
-                        for try await value in try await connection.query(
-                            "SELECT coalesce(max(id) - min(id) + 1, 0) FROM apns_mock_admin_log", logger: logger
-                        ).decode(Int64.self) {
-                            count = Int(value)
-                        }
-                        if count >= Self.maximumEntries {
-                            for try await value in try await connection.query("SELECT count(*) FROM apns_mock_admin_log", logger: logger)
-                                .decode(Int64.self)
-                            {
-                                count = Int(value)
-                            }
-                        }
-                        guard count < Self.maximumEntries else {
-                            try await connection.query("ROLLBACK", logger: logger).drain()
-                            return nil
-                        }
-                        var id: Int64 = 0
-                        for try await value in try await connection.query(
-                            """
-                            INSERT INTO apns_mock_admin_log (origin, method, uri, team, scope_header, body)
-                            VALUES (\(engine.replica), \(entry.method), \(entry.uri), \(entry.team), \(entry.scopeHeader), \(entry.body))
-                            RETURNING id
-                            """, logger: logger
-                        ).decode(Int64.self) {
-                            id = value
-                        }
-                        try await connection.query("SELECT pg_notify('apns_mock', 'admin')", logger: logger).drain()
-                        try await connection.query("COMMIT", logger: logger).drain()
-                        return id
-                    } catch {
-                        try? await connection.query("ROLLBACK", logger: logger).drain()
-                        throw error
-                    }
+            // Not cancelled past its deadline (``withDeadline(seconds:_:)``): a change logged after
+            // its answer said 503 would still be applied everywhere.
+            id = try await withDeadline(seconds: 10) {
+                // The span of ids bounds the count from above (two index look-ups); only past the
+                // bound are the entries counted.
+                var count: Int64 = 0
+                for try await value in try await engine.client.query(
+                    "SELECT coalesce(max(id) - min(id) + 1, 0) FROM apns_mock_admin_log", logger: logger
+                ).decode(Int64.self) {
+                    count = value
                 }
+                if count >= Self.maximumEntries {
+                    for try await value in try await engine.client.query("SELECT count(*) FROM apns_mock_admin_log", logger: logger)
+                        .decode(Int64.self)
+                    {
+                        count = value
+                    }
+                    guard count < Self.maximumEntries else { return nil }
+                }
+                // One statement: its number comes from the counter row, whose lock orders the
+                // changes' commits as their numbers.
+                var id: Int64 = 0
+                for try await value in try await engine.client.query(
+                    """
+                    WITH counter AS (UPDATE apns_mock_admin_counter SET last = last + 1 RETURNING last)
+                    INSERT INTO apns_mock_admin_log (id, origin, method, uri, team, scope_header, body)
+                    SELECT last, \(engine.replica), \(entry.method), \(entry.uri), \(entry.team), \(entry.scopeHeader), \(entry.body)
+                    FROM counter RETURNING id
+                    """, logger: logger
+                ).decode(Int64.self) {
+                    id = value
+                }
+                // Logged: a lost notification only delays the others (they look every second).
+                try? await engine.notify("admin")
+                return id
             } ?? -1
         } catch {
             engine.unreachable("logging an admin change", error)
@@ -160,7 +157,7 @@ final class SharedAdminLog: Sendable {
         guard let id else { return .failure(.full) }
         guard id > 0 else {
             engine.unreachable("logging an admin change", nil)
-            return .failure(.unreachable("no answer within 5 s"))
+            return .failure(.unreachable("no answer within 10 s; the change may still be applied: look before repeating it"))
         }
         engine.reachable()
         guard waitForApplication else {

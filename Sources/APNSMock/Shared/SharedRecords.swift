@@ -220,7 +220,8 @@ final class SharedRecords: Sendable {
             ).decode(Int64.self) {
                 lastShared = max(lastShared, value)
             }
-            try await engine.notify("records")
+            // Written: a lost notification only delays the mirrors (they look every second).
+            try? await engine.notify("records")
             engine.reachable()
             engine.noteWritten(count)
         }
@@ -237,24 +238,22 @@ final class SharedRecords: Sendable {
     }
 
     private func writeClearing(team: String?, engine: PostgresSharedState) async throws {
-        var mark: Int64 = 0
-        for try await id in try await engine.client.query(
+        var mark: Int64 = 0, after: Int64 = 0
+        for try await (id, afterSeq) in try await engine.client.query(
             """
             WITH counter AS (UPDATE apns_mock_record_counter SET last = last RETURNING last)
-            INSERT INTO apns_mock_record_marks (after_seq, team) SELECT last, \(team) FROM counter RETURNING id
+            INSERT INTO apns_mock_record_marks (after_seq, team) SELECT last, \(team) FROM counter RETURNING id, after_seq
             """, logger: logger
-        ).decode(Int64.self) {
+        ).decode((Int64, Int64).self) {
             mark = id
+            after = afterSeq
         }
-        writer.withLock { $0.lastMark = max($0.lastMark, mark) }
-        try await engine.notify("records")
-        var last: Int64 = 0
-        for try await value in try await engine.client.query("SELECT last FROM apns_mock_record_counter", logger: logger)
-            .decode(Int64.self)
-        {
-            last = value
+        writer.withLock { writer in
+            writer.lastMark = max(writer.lastMark, mark)
+            writer.lastShared = max(writer.lastShared, after)
         }
-        writer.withLock { $0.lastShared = max($0.lastShared, last) }
+        // Written: a lost notification only delays the mirrors (they look every second).
+        try? await engine.notify("records")
     }
 
     /// Answers the flush waiters whose records went out (all of them when `force`).
@@ -289,35 +288,28 @@ final class SharedRecords: Sendable {
         }
     }
 
-    /// Reads one page of new records and the clearings among them, from one snapshot, and applies
-    /// them in order; true when the page was full (more may follow).
+    /// Reads one page of new records and the clearings among them, and applies them in order; true
+    /// when the page was full (more may follow).
     private func ingest(engine: PostgresSharedState, state: MockState) async throws -> Bool {
         let (fromSeq, fromMark) = mirror.withLock { ($0.seq, $0.mark) }
         let logger = logger
-        let page = try await engine.client.withConnection { connection -> ([(Int64, Int64, String?)], [(Int64, ByteBuffer)]) in
-            try await connection.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger).drain()
-            do {
-                var marks: [(Int64, Int64, String?)] = []
-                for try await (id, after, team) in try await connection.query(
-                    "SELECT id, after_seq, team FROM apns_mock_record_marks WHERE id > \(fromMark) ORDER BY id", logger: logger
-                ).decode((Int64, Int64, String?).self) {
-                    marks.append((id, after, team))
-                }
-                var rows: [(Int64, ByteBuffer)] = []
-                for try await (seq, body) in try await connection.query(
-                    "SELECT seq, body FROM apns_mock_records WHERE seq > \(fromSeq) ORDER BY seq LIMIT \(Self.batchSize)",
-                    logger: logger
-                ).decode((Int64, ByteBuffer).self) {
-                    rows.append((seq, body))
-                }
-                try await connection.query("COMMIT", logger: logger).drain()
-                return (marks, rows)
-            } catch {
-                try? await connection.query("ROLLBACK", logger: logger).drain()
-                throw error
-            }
+        // Two statements, each its own snapshot, records first: a clearing is committed before
+        // any record numbered after it (the counter row's lock orders them), so every clearing
+        // among the records read is in the second read. Clearings past the last record read wait
+        // for the next pass.
+        var rows: [(Int64, ByteBuffer)] = []
+        for try await (seq, body) in try await engine.client.query(
+            "SELECT seq, body FROM apns_mock_records WHERE seq > \(fromSeq) ORDER BY seq LIMIT \(Self.batchSize)",
+            logger: logger
+        ).decode((Int64, ByteBuffer).self) {
+            rows.append((seq, body))
         }
-        let (marks, rows) = page
+        var marks: [(Int64, Int64, String?)] = []
+        for try await (id, after, team) in try await engine.client.query(
+            "SELECT id, after_seq, team FROM apns_mock_record_marks WHERE id > \(fromMark) ORDER BY id", logger: logger
+        ).decode((Int64, Int64, String?).self) {
+            marks.append((id, after, team))
+        }
         let full = rows.count == Self.batchSize
         var pendingMarks = marks[...]
 
@@ -347,8 +339,7 @@ final class SharedRecords: Sendable {
             count(record, state: state, teams: &teamSpaces)
             state.records.appendMirrored(record)
         }
-        // Without a full page every record of the snapshot was read: its marks all apply.
-        applyMarks(through: full ? seq : .max)
+        applyMarks(through: seq)
         let waiting = mirror.withLock { mirror -> [CheckedContinuation<Void, Never>] in
             mirror.seq = seq
             var ready: [CheckedContinuation<Void, Never>] = []

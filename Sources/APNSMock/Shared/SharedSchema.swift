@@ -5,9 +5,15 @@ import PostgresNIO
 /// The tables of the shared state (docs/replicas.md), created and migrated by the mock at start,
 /// one transaction under an advisory lock so that replicas starting together do it once.
 ///
+/// Every write after that is one statement: a transaction over several statements on a pooled
+/// connection could be left open by a failure between them, and the next user of the connection
+/// would write into it.
+///
 /// - `apns_mock_schema`: one row, the schema's version. A database at another version stops
 ///   start-up, naming both (replicas of two versions must not share one state).
-/// - `apns_mock_admin_log`: every admin change, in the order every replica applies it.
+/// - `apns_mock_admin_counter`, `apns_mock_admin_log`: every admin change, numbered from the
+///   counter in the statement that logs it (so that changes become visible in their order), in
+///   the order every replica applies them.
 /// - `apns_mock_record_counter`: one row, the last record number handed out. Each batch of records
 ///   takes its numbers from it in the statement that inserts them, so the numbers are dense and
 ///   become visible in their order (the row's lock orders the batches' commits).
@@ -17,9 +23,8 @@ import PostgresNIO
 /// - `apns_mock_fault_claims`: what is left of a fault rule's `times`, claimed by the replicas.
 enum SharedSchema {
     static let version = 1
-    /// The advisory lock of migrations; the admin log's appends take ``adminLogLock``.
+    /// The advisory lock of migrations.
     static let migrationLock: Int64 = 0x61706E73_0001
-    static let adminLogLock: Int64 = 0x61706E73_0002
 
     struct VersionMismatch: Error, CustomStringConvertible {
         let found: Int
@@ -64,8 +69,13 @@ enum SharedSchema {
 
     static let tables = [
         """
+        CREATE TABLE apns_mock_admin_counter (
+            only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row), last bigint NOT NULL)
+        """,
+        "INSERT INTO apns_mock_admin_counter (last) VALUES (0)",
+        """
         CREATE TABLE apns_mock_admin_log (
-            id bigserial PRIMARY KEY, origin text NOT NULL, method text NOT NULL, uri text NOT NULL,
+            id bigint PRIMARY KEY, origin text NOT NULL, method text NOT NULL, uri text NOT NULL,
             team text, scope_header text, body text NOT NULL, at timestamptz NOT NULL DEFAULT now())
         """,
         "CREATE INDEX apns_mock_admin_log_team ON apns_mock_admin_log (team)",

@@ -38,27 +38,28 @@ final class WakeSignal: Sendable {
     }
 }
 
-/// Runs `operation` with a deadline: its result, or `nil` once `seconds` passed (the operation is
-/// cancelled then, and left to finish on its own: a PostgreSQL request waiting for a connection
-/// that does not come ignores cancellation until its pool gives up).
+/// Runs `operation` with a deadline: its result, or `nil` once `seconds` passed. The operation is
+/// not cancelled then, only no longer waited for: a PostgreSQL statement cancelled halfway may or
+/// may not have been carried out, and a connection left inside a transaction would carry the next
+/// user's statements into it. It finishes on its own (postgres-nio's pool gives up after a minute
+/// at most).
 func withDeadline<T: Sendable>(seconds: Double, _ operation: @escaping @Sendable () async throws -> T) async throws -> T? {
     let box = OnceContinuation<T?>()
     return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T?, any Error>) in
         box.slot.withLock { $0 = continuation }
-        let work = Task {
+        let timer = Task {
+            try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+            box.slot.withLock { $0.take() }?.resume(returning: nil)
+        }
+        Task {
             do {
                 let value = try await operation()
                 box.slot.withLock { $0.take() }?.resume(returning: value)
             } catch {
                 box.slot.withLock { $0.take() }?.resume(throwing: error)
             }
-        }
-        Task {
-            try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
-            if let waiting = box.slot.withLock({ $0.take() }) {
-                work.cancel()
-                waiting.resume(returning: nil)
-            }
+            // Nothing waits any more: the timer need not run out.
+            timer.cancel()
         }
     }
 }
