@@ -39,9 +39,10 @@ struct PostgresCluster: Sendable {
         return output.text.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    /// `scripts/postgres start`.
+    /// `scripts/postgres start`, owned by this process: should it crash, the script stops the
+    /// server.
     static func start() async throws -> PostgresCluster {
-        PostgresCluster(url: try await run(["start"]))
+        PostgresCluster(url: try await run(["start", "--owner", String(ProcessInfo.processInfo.processIdentifier)]))
     }
 
     /// A new database of the cluster (`scripts/postgres createdb`): its URL.
@@ -178,9 +179,9 @@ final class Replica: Sendable {
         await stop()
     }
 
-    /// The last `lines` lines of its log, for a failure's message.
-    func logTail(_ lines: Int = 30) -> String {
-        guard let log = try? server.log else { return "(not running)" }
+    /// The last `lines` lines of its log, for a failure's message; nil when it is not running.
+    func logTail(_ lines: Int = 30) -> String? {
+        guard let log = try? server.log else { return nil }
         return log.split(separator: "\n", omittingEmptySubsequences: false).suffix(lines).joined(separator: "\n")
     }
 }
@@ -210,7 +211,7 @@ enum SharedState {
             return result
         } catch {
             for replica in replicas {
-                Issue.record("replica \(replica.name)'s log, the end:\n\(replica.logTail())")
+                if let log = replica.logTail() { Issue.record("replica \(replica.name)'s log, the end:\n\(log)") }
                 await replica.stop()
             }
             throw error
