@@ -69,6 +69,8 @@ let package = Package(
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                // A stand-in connection for the admin changes a replica applies from the shared log.
+                .product(name: "NIOEmbedded", package: "swift-nio"),
             ],
             // The admin API's OpenAPI document, served at /v1/openapi.json: compiled into the
             // binary (no bundle beside it), so the container image and a copied binary serve it too.

@@ -1,7 +1,9 @@
 import APNSMockCore
 import Foundation
+import Hummingbird
 import Logging
 import NIOCore
+import NIOEmbedded
 import NIOExtras
 import NIOPosix
 import ServiceLifecycle
@@ -32,8 +34,8 @@ public struct APNSMockServer: Sendable {
     /// reverse): the event loops, each TLS listener, the proxy when configured, the admin
     /// listener. Any of them ending (a listener that cannot bind throws) shuts the group down
     /// gracefully. Reads the certificate and key files, and throws on a bad one.
-    public func services() throws -> [ServiceGroupConfiguration.ServiceConfiguration] {
-        try assemble().services.map {
+    public func services() async throws -> [ServiceGroupConfiguration.ServiceConfiguration] {
+        try await assemble().services.map {
             .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)
         }
     }
@@ -41,7 +43,7 @@ public struct APNSMockServer: Sendable {
     /// Runs the services in a service group of their own and returns once every listener is
     /// bound; throws what stopped one from binding.
     public func start() async throws -> RunningAPNSMock {
-        let assembly = try assemble()
+        let assembly = try await assemble()
         let group = ServiceGroup(
             configuration: .init(
                 services: assembly.services.map {
@@ -74,13 +76,17 @@ public struct APNSMockServer: Sendable {
         let services: [any Service]
     }
 
-    private func assemble() throws -> Assembly {
+    private func assemble() async throws -> Assembly {
         let tlsContext = try TLSContext(
             certificateChainPath: configuration.certificatePath,
             privateKeyPath: configuration.privateKeyPath,
             clientCAPath: configuration.clientCAPath)
         let tokenKeys = try TokenKeys.load(configuration.teams)
-        let state = MockState(configuration: configuration, tokenKeys: tokenKeys)
+        // With `state.url`, the replicas' shared state: reachable and at this schema version, or
+        // start-up stops here naming the setting (docs/replicas.md).
+        let shared = try await Self.connectSharedState(configuration, logger: logger)
+        let state = MockState(
+            configuration: configuration, parts: .inMemory(configuration), tokenKeys: tokenKeys, shared: shared)
         let routes = Routes(configuration: configuration, state: state, logger: logger)
         let tlsListeners = ListenerAddress.tlsListeners(of: configuration)
         let proxy = configuration.proxy.port.map { ListenerAddress(kind: .proxy, host: configuration.proxy.host, port: $0) }
@@ -95,13 +101,28 @@ public struct APNSMockServer: Sendable {
             token: configuration.admin.token,
             caCertificatePEM: Self.caCertificatePEM(configuration),
             health: { [board] in board.health },
-            access: AdminAccessPolicy(configuration.admin))
+            access: AdminAccessPolicy(configuration.admin), shared: shared)
+        if let shared {
+            // Every admin change any replica made is applied here before the listeners serve.
+            let responder = api.router().buildResponder()
+            let requestLogger = logger
+            try await shared.attach(state: state) { request in
+                // A change from the log has no connection of its own: its context gets a stand-in.
+                try await responder.respond(
+                    to: request,
+                    context: AdminAPI.Context(source: ApplicationRequestContextSource(channel: EmbeddedChannel(), logger: requestLogger)))
+            }
+        }
         // The order is the shutdown order reversed (docs/architecture.md, "Lifecycle"): the
         // listeners of pushes first, then the admin listener (it answers `/v1/health` 503
         // `stopping`, queries and event streams while the connections drain), the rejection
         // summary (its last line counts every request answered), the event loops last.
         var services: [any Service] = [
-            EventLoopService(group: group), RejectionSummaryService(statistics: state.statistics, logger: logger),
+            EventLoopService(group: group),
+        ]
+        if let shared { services.append(SharedStateService(engine: shared)) }
+        services += [
+            RejectionSummaryService(statistics: state.statistics, logger: logger),
             AdminListenerService(api: api, settings: configuration.admin, board: board, logger: logger),
         ]
         for (index, address) in tlsListeners.enumerated() {
@@ -119,6 +140,17 @@ public struct APNSMockServer: Sendable {
 }
 
 extension APNSMockServer {
+    /// The shared state `state.url` names, connected and at this schema version; `nil` in memory.
+    static func connectSharedState(_ configuration: ServerConfiguration, logger: Logger) async throws -> PostgresSharedState? {
+        guard let url = configuration.state.url else { return nil }
+        let engine = try PostgresSharedState(
+            url: url, settings: configuration.state,
+            queueCapacity: configuration.recordingCapacity == 0 ? 0 : max(10_000, min(configuration.recordingCapacity, 200_000)),
+            logger: logger)
+        try await engine.connect()
+        return engine
+    }
+
     /// The CA certificates `GET /v1/ca.pem` serves, read once at start (they are small and do not
     /// change while the mock runs); `nil` when none of the files exists.
     static func caCertificatePEM(_ configuration: ServerConfiguration) -> String? {

@@ -83,6 +83,8 @@ public struct ServerConfiguration: Sendable {
     public var broadcast: BroadcastSettings
     /// The CONNECT proxy listener (`proxy`); off unless its port is set.
     public var proxy: Configuration.Proxy
+    /// Where replicas share their state (`state`); in memory while its `url` is `nil`.
+    public var state: Configuration.SharedState
     /// How many log lines the process's log sink has dropped since start (the command line's
     /// `LogSink`), for `apns_log_lines_dropped_total`; `nil` where logs are not sunk so (tests).
     public var droppedLogLines: (@Sendable () -> Int)?
@@ -127,6 +129,7 @@ public struct ServerConfiguration: Sendable {
         admin = AdminSettings(configuration.admin)
         broadcast = configuration.broadcast
         proxy = configuration.proxy
+        state = configuration.state
     }
 }
 

@@ -1,3 +1,4 @@
+import Foundation
 import Yams
 
 /// Everything the configuration file can say (docs/configuration.md), with the
@@ -106,6 +107,26 @@ public struct Configuration: Sendable, Equatable {
         public var maxConnections = 1024
 
         public init() {}
+    }
+
+    /// A state shared by several replicas (docs/replicas.md): off unless `url` names a PostgreSQL
+    /// database; in memory, one process, otherwise.
+    public struct SharedState: Sendable, Equatable {
+        /// `postgres://user:password@host:port/database` (or `postgresql://`); `nil`: in memory.
+        public var url: String?
+        /// Shared records kept at most, the newest (the database deletes older ones).
+        public var retentionRecords = 1_000_000
+        /// Shared records older than this many seconds are deleted.
+        public var retentionSeconds = 7 * 24 * 3600
+
+        public init() {}
+
+        /// Whether `url` is one this mock can use: a PostgreSQL URL with a host.
+        public static func isPostgresURL(_ url: String) -> Bool {
+            guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
+                  let host = components.host else { return false }
+            return ["postgres", "postgresql"].contains(scheme) && !host.isEmpty
+        }
     }
 
     /// Certificate files for the APNs listener.
@@ -322,6 +343,8 @@ public struct Configuration: Sendable, Equatable {
     public var validation = Validation()
     public var broadcast = BroadcastSettings()
     public var proxy = Proxy()
+    /// `state`: where replicas share their state; in memory by default.
+    public var state = SharedState()
     /// Seeds the fault rules' probability rolls, for reproducible runs; `nil` for random.
     public var faultSeed: UInt64?
 
@@ -379,7 +402,7 @@ extension Configuration {
         var configuration = Configuration()
         let fields = try root.mapping(allowing: [
             "server", "admin", "tls", "environment", "teams", "devices", "recording", "faults", "validation",
-            "broadcast", "proxy", "faultSeed",
+            "broadcast", "proxy", "faultSeed", "state",
         ])
         if let field = fields.optional("validation") {
             configuration.validation = try decodeValidation(field)
@@ -420,6 +443,19 @@ extension Configuration {
         }
         if let field = fields.optional("broadcast") {
             configuration.broadcast = try decodeBroadcast(field, configuration: configuration)
+        }
+        if let field = fields.optional("state") {
+            let state = try field.mapping(allowing: ["url", "retention"])
+            if let url = state.optional("url") { configuration.state.url = try Self.stateURL(url) }
+            if let retention = state.optional("retention") {
+                let fields = try retention.mapping(allowing: ["records", "seconds"])
+                if let records = fields.optional("records") {
+                    configuration.state.retentionRecords = try records.integer(in: 1_000...100_000_000)
+                }
+                if let seconds = fields.optional("seconds") {
+                    configuration.state.retentionSeconds = try seconds.integer(in: 60...(10 * 365 * 24 * 3600))
+                }
+            }
         }
         if let field = fields.optional("proxy") {
             let proxy = try field.mapping(allowing: ["host", "port", "maxConnections"])
@@ -497,6 +533,17 @@ extension Configuration {
 
     /// A listener port; 0 picks a free one.
     public static let portRange = 0...65_535
+
+    /// `state.url` (or `APNS_MOCK_STATE_URL`): a PostgreSQL URL, or the field is named.
+    static func stateURL<N: DocumentNode>(_ field: Field<N>) throws(ConfigurationError) -> String {
+        let url = try field.nonEmptyString()
+        guard SharedState.isPostgresURL(url) else {
+            throw field.error(
+                .invalidValue,
+                "expected a PostgreSQL URL (postgres://user:password@host:5432/database), the only shared state apns-mock has")
+        }
+        return url
+    }
     /// Event-loop threads (`server.threads`, `--threads`).
     public static let threadRange = 1...4096
     /// A connection limit: at least one, at most what any process may hold open.

@@ -78,6 +78,16 @@ public struct EnvironmentVariables: Sendable, Equatable {
         Variable("APNS_MOCK_BROADCAST_PRODUCTION_PORT", "broadcast.productionPort") { field, configuration throws(ConfigurationError) in
             configuration.broadcast.productionPort = try field.integer(in: Configuration.portRange)
         },
+        Variable("APNS_MOCK_STATE_URL", "state.url (replicas sharing one PostgreSQL; unset: in memory)") {
+            field, configuration throws(ConfigurationError) in
+            configuration.state.url = try Configuration.stateURL(field)
+        },
+        Variable("APNS_MOCK_STATE_RETENTION_RECORDS", "state.retention.records") { field, configuration throws(ConfigurationError) in
+            configuration.state.retentionRecords = try field.integer(in: 1_000...100_000_000)
+        },
+        Variable("APNS_MOCK_STATE_RETENTION_SECONDS", "state.retention.seconds") { field, configuration throws(ConfigurationError) in
+            configuration.state.retentionSeconds = try field.integer(in: 60...(10 * 365 * 24 * 3600))
+        },
         Variable("APNS_MOCK_PROXY_HOST", "proxy.host") { field, configuration throws(ConfigurationError) in
             configuration.proxy.host = try field.nonEmptyString()
         },

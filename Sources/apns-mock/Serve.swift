@@ -190,7 +190,7 @@ struct Serve: AsyncParsableCommand {
             // "Lifecycle"); a signal stops them in reverse order.
             let group = ServiceGroup(
                 configuration: .init(
-                    services: try apns.services(),
+                    services: try await apns.services(),
                     gracefulShutdownSignals: [.sigterm, .sigint],
                     logger: logger))
             try await group.run()

@@ -43,7 +43,7 @@ struct LifecycleTests {
         let server = APNSMockServer(
             configuration: configuration, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }),
             onListening: { announce.yield($0) })
-        let group = ServiceGroup(configuration: .init(services: try server.services(), logger: Logger(label: "test")))
+        let group = ServiceGroup(configuration: .init(services: try await server.services(), logger: Logger(label: "test")))
         let running = Task { try await group.run() }
         var iterator = announcements.makeAsyncIterator()
         let ports = try #require(await iterator.next())

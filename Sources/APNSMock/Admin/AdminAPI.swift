@@ -25,6 +25,8 @@ struct AdminAPI: Sendable {
     var access = AdminAccessPolicy()
     /// The open `/v1/events` streams (their number is bounded).
     let eventStreams = EventStreams()
+    /// The shared state replicas share (`state.url`); `nil` in memory.
+    var shared: PostgresSharedState?
 
     typealias Context = BasicRequestContext
 
@@ -40,6 +42,8 @@ struct AdminAPI: Sendable {
         router.add(middleware: AdminBrowserGuardMiddleware(policy: access))
         router.add(middleware: AdminErrorMiddleware())
         router.add(middleware: BearerTokenMiddleware(token: token))
+        // Changes go through the shared log, applied by every replica (docs/replicas.md).
+        router.add(middleware: SharedAdminMiddleware<Context>(engine: shared))
         router.get("/healthz") { _, _ in
             if case .ok = api.health() { return Self.json(.ok, ["status": "ok"]) }
             return Self.json(.serviceUnavailable, ["status": "apns listener down"])
@@ -75,10 +79,15 @@ struct AdminAPI: Sendable {
         }
         router.get("/v1/stats") { request, _ in
             await api.scoped(request) { scope in
-                if let space = scope.space { return Self.json(.ok, api.statistics(of: space)) }
-                return Self.json(.ok, api.state.statistics.snapshot(
-                    openConnections: api.state.connections.open, totalConnections: api.state.connections.total,
-                    records: api.state.records))
+                var statistics = if let space = scope.space {
+                    api.statistics(of: space)
+                } else {
+                    api.state.statistics.snapshot(
+                        openConnections: api.state.connections.open, totalConnections: api.state.connections.total,
+                        records: api.state.records)
+                }
+                statistics.shared = api.shared.map { $0.view(queued: $0.records.queued) }
+                return Self.json(.ok, statistics)
             }
         }
         router.get("/metrics") { request, _ in
@@ -151,9 +160,17 @@ struct AdminAPI: Sendable {
         struct Document: Encodable {
             var status: String
             var ports: ListenerPorts?
+            /// Why the status is `degraded`.
+            var reason: String?
         }
         switch health() {
-        case .ok(let ports): return Self.json(.ok, Document(status: "ok", ports: ports))
+        case .ok(let ports):
+            // A replica whose shared state is away still answers pushes: degraded, not down, so
+            // that an orchestrator keeps it in service (docs/replicas.md).
+            if let reason = shared?.degradedReason {
+                return Self.json(.ok, Document(status: "degraded", ports: ports, reason: reason))
+            }
+            return Self.json(.ok, Document(status: "ok", ports: ports))
         case .starting(let ports): return Self.json(.serviceUnavailable, Document(status: "starting", ports: ports))
         case .stopping(let ports): return Self.json(.serviceUnavailable, Document(status: "stopping", ports: ports))
         }
@@ -445,6 +462,8 @@ struct BearerTokenMiddleware<Context: Hummingbird.RequestContext>: RouterMiddlew
     static var open: Set<String> { ["/v1/health", "/healthz", "/v1/openapi.json"] }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        // A change from the shared log was checked where it was received.
+        if SharedReplay.applying { return try await next(request, context) }
         // Health probes (a container's HEALTHCHECK, `apns-mock healthcheck`, an orchestrator)
         // carry no credentials; the answer holds nothing but listener ports. The OpenAPI document
         // holds no data either, and API tooling reads it before it knows about tokens.

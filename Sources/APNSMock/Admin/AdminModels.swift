@@ -151,6 +151,8 @@ public struct Statistics: Codable, Sendable, Equatable {
     /// How many times these counts started again (a reset, or records forgotten): a change means
     /// the records were cleared. A team's reset changes the team's, not the whole mock's.
     public var clears: Int?
+    /// This replica's part in the shared state (`state.url`); absent in memory.
+    public var shared: SharedStateView?
 
     public struct GoAways: Codable, Sendable, Equatable {
         public var total: Int

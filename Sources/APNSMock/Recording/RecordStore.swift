@@ -153,6 +153,36 @@ final class RecordStore: Sendable {
         return seq
     }
 
+    // MARK: A mirror of the shared records
+
+    /// Makes this ring a mirror of the shared records (docs/replicas.md) whose first record read
+    /// will come after `seq`: numbering goes on from there, and nothing before it exists here.
+    /// One task (the mirror) appends, in the shared order.
+    func startMirror(after seq: UInt64) {
+        head.store(seq, ordering: .releasing)
+        cleared.store(seq, ordering: .releasing)
+    }
+
+    /// Appends a shared record under its own number. Numbers the mirror did not get (deleted by
+    /// retention before it read them, or unreadable) are passed over as cleared.
+    func appendMirrored(_ record: RawRecord) {
+        skipMirror(through: record.seq - 1)
+        append { seq in
+            var record = record
+            record.seq = seq
+            return record
+        }
+    }
+
+    /// Passes over shared numbers up to `seq` that hold no record here.
+    func skipMirror(through seq: UInt64) {
+        guard seq > lastSeq else { return }
+        if lastSeq == 0 || seq > lastSeq {
+            head.store(seq, ordering: .releasing)
+            cleared.store(max(clearedThrough, seq), ordering: .releasing)
+        }
+    }
+
     /// Tells every event stream `notice` (refused streams and GOAWAYs are not records, so only live
     /// streams hear of them; `/v1/stats` counts them). Costs nothing while nobody subscribes.
     func publish(_ notice: ConnectionNotice) {

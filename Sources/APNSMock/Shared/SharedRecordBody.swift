@@ -111,7 +111,8 @@ struct SharedRecordBody: Codable, Sendable {
         request.duplicatedHeader = duplicatedHeader
         request.body = [UInt8](body)
         request.bodyLength = bodyLength
-        let path = request.path, apnsIDHeader = request.apnsID
+        // The shape keeps neither `:path` nor `apns-id` (each record has its own, stored apart).
+        let path = self.path, apnsIDHeader = self.apnsIDHeader
         let shape = RequestShape(
             request,
             interpreted: interpreted.map {

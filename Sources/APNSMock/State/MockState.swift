@@ -181,8 +181,32 @@ public final class MockState: Sendable {
     /// records, counts and channels; nil when it was refused.
     func remove(team teamID: String) -> Result<TeamSpace, TeamRegistry.RemoveError> {
         let result = teams.remove(teamID)
-        if case .success(let space) = result { reset(team: space) }
+        if case .success(let space) = result {
+            // With a shared state the team's records are cleared by a mark the mirror applies
+            // later: until then it needs the team's counts (``space(forRecordsOf:)``).
+            if shared != nil { retired.withLock { $0[teamID] = space } }
+            reset(team: space)
+        }
         return result
+    }
+
+    /// Teams removed whose records the shared state has yet to clear (at most one per team).
+    private let retired = Mutex<[String: TeamSpace]>([:])
+
+    /// The team whose counts a shared record of `teamID` goes into: the registered one, or one
+    /// removed whose clearing has not arrived yet.
+    func space(forRecordsOf teamID: String) -> TeamSpace? {
+        teams.space(teamID) ?? retired.withLock { $0[teamID] }
+    }
+
+    /// The shared state's clearing of `teamID`'s records arrived: hides them and takes their
+    /// counts out of the mock's, for a team registered or removed.
+    func applySharedClearing(team teamID: String) {
+        if let space = retired.withLock({ $0.removeValue(forKey: teamID) }) ?? teams.space(teamID) {
+            applyRemoveRecords(team: space)
+        } else {
+            records.hideTeam(teamID, through: records.lastSeq)
+        }
     }
 
     /// The rate limiter's time: monotonic, plus the mock clock's offset, so that moving the clock

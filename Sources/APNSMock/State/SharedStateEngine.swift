@@ -18,6 +18,12 @@ protocol SharedStateEngine: AnyObject, Sendable {
     /// `true` when this request may fire it, `false` when every firing was claimed; with
     /// `nil` when the database cannot answer (the rule then counts down in this process alone).
     func claimFault(key: String, times: Int, on loop: any EventLoop) -> EventLoopFuture<Bool?>
+    /// Tells the other replicas what the request path changed here, without waiting: a provider
+    /// token expired after an ExpiredProviderToken answer, a channel created or deleted through the
+    /// channel-management port.
+    func tokenExpired(team: String, tokenId: String, offset: Int64)
+    func channelCreated(_ channel: BroadcastChannel)
+    func channelDeleted(_ channel: BroadcastChannel)
 }
 
 /// Whether the admin change being applied came from another replica (``SharedAdminLog`` applies
@@ -25,6 +31,9 @@ protocol SharedStateEngine: AnyObject, Sendable {
 /// by the replica that received the request.
 enum SharedReplay {
     @TaskLocal static var fromAnotherReplica = false
+    /// Whether a change from the shared log is being applied (the admin API's log middleware and
+    /// its bearer token let it through: it was checked where it was received).
+    @TaskLocal static var applying = false
     /// The position of the change being applied in the shared log (0 outside one): a fault rule
     /// added by it takes its claim key from it, the same on every replica.
     @TaskLocal static var entry: Int64 = 0
