@@ -4,19 +4,19 @@ import APNSMockTesting
 import Foundation
 import Testing
 
-/// Replicas sharing one state on PostgreSQL (`APNS_MOCK_STATE_URL`, docs: the shared-state design):
+/// Replicas sharing one state on PostgreSQL (`APNS_MOCK_STATE_URL`, docs/replicas.md):
 /// two or three `apns-mock serve` processes, each unprivileged and on its own ports, with the same
 /// configuration and one database, pushed to with real clients (curl, h2load); what one replica
 /// is told or records, every other one shows.
 ///
 /// The suite starts one PostgreSQL cluster (scripts/postgres: Debian's server as an unprivileged
 /// user on 127.0.0.1) and each test a database of its own in it, so tests see only their own
-/// records. Tests run one after another: one of them stops the database.
+/// records and run side by side; the test that stops its database has a cluster of its own.
 ///
 /// An admin change made through one replica reaches the others within milliseconds, not at once
 /// (each applies the shared log as it hears of it): where a test then reads or pushes through
 /// another replica, it polls that replica first, briefly and bounded.
-@Suite("Shared state: replicas on one PostgreSQL", .serialized, .timeLimit(.minutes(3)))
+@Suite("Shared state: replicas on one PostgreSQL", .timeLimit(.minutes(3)))
 struct SharedStateTests {
     /// A state URL that is not PostgreSQL's stops start-up, naming the variable.
     @Test func aStateURLThatIsNotPostgresStopsStartUp() async throws {
@@ -43,7 +43,7 @@ struct SharedStateTests {
                 Issue.record("apns-mock started with an unreachable state URL")
             }
         } catch let failure as ServerProcess.StartFailure {
-            #expect(failure.description.contains("APNS_MOCK_STATE_URL"), "\(failure.description)")
+            #expect(failure.description.contains("APNS_MOCK_STATE_URL") && failure.description.contains("unreachable"), "\(failure.description)")
         }
         let took = ContinuousClock.now - started
         #expect(took < .seconds(30), "start-up gave up after \(took)")
@@ -198,72 +198,69 @@ struct SharedStateTests {
 
         /// The database stopped and started again: the replicas keep answering pushes (200),
         /// say `degraded` with a reason, refuse admin changes (503); once it is back the records
-        /// queued meanwhile arrive, nothing is dropped, health is `ok`, admin changes work.
+        /// queued meanwhile arrive, nothing is dropped, health is `ok`, admin changes work. On a
+        /// cluster of its own, so that the other tests run meanwhile.
         @Test func theDatabaseAwayAndBack() async throws {
-            let cluster = try #require(SharedPostgres.cluster)
-            try await SharedState.withReplicas(2) { replicas in
-                let (a, b) = (replicas[0], replicas[1])
-                #expect(try await SharedState.push(a).status == 200)
-                _ = try await SharedState.records(b.admin, count: 1)
-                for replica in replicas {
-                    let (status, health, text) = try await SharedState.health(replica)
-                    #expect(status == 200 && health?.status == "ok", "\(replica.name): \(status) \(text)")
-                }
-
-                try await cluster.halt()
-                var resumed = false
-                do {
-                    var pushedMeanwhile = 0
-                    for replica in [a, b, a, b, a, b] {
-                        let answer = try await SharedState.push(replica)
-                        #expect(answer.status == 200, "push through \(replica.name) during the outage: \(answer.status) \(answer.reason ?? "")")
-                        pushedMeanwhile += 1
-                    }
-                    for replica in replicas {
-                        let (status, health, text) = try await SharedState.poll(within: .seconds(20), every: .milliseconds(100), {
-                            try await SharedState.health(replica)
-                        }, until: { $0.health?.status == "degraded" })
-                        #expect(status == 200 && health?.status == "degraded", "\(replica.name) during the outage: \(status) \(text)")
-                        let reason = health?.reason ?? ""
-                        #expect(reason.contains("state"), "\(replica.name)'s health names no reason: \(text)")
-                    }
-                    // Admin changes are refused while the log cannot be written (both at once: a
-                    // refusal may wait for the database a few seconds; curl gives up after 10).
-                    async let clockRefused = SharedState.call(a, "POST", "/v1/clock", body: #"{"advanceSeconds":60}"#)
-                    async let faultRefused = SharedState.call(b, "POST", "/v1/faults", body: #"{"respond":{"reason":"BadDeviceToken"}}"#)
-                    let (clock, fault) = try await (clockRefused, faultRefused)
-                    #expect(clock.status == 503 && clock.text.contains("state"), "POST /v1/clock during the outage: \(clock.status) \(clock.text)")
-                    #expect(fault.status == 503 && fault.text.contains("state"), "POST /v1/faults during the outage: \(fault.status) \(fault.text)")
-                    // Pushes are still answered as before: no rule was added.
-                    #expect(try await SharedState.push(b).status == 200)
-                    pushedMeanwhile += 1
-
-                    try await cluster.resume()
-                    resumed = true
-                    let total = 1 + pushedMeanwhile
-                    for replica in replicas {
-                        let (status, health, text) = try await SharedState.poll(within: .seconds(30), every: .milliseconds(100), {
-                            try await SharedState.health(replica)
-                        }, until: { $0.health?.status == "ok" })
-                        #expect(status == 200 && health?.status == "ok", "\(replica.name) after the outage: \(status) \(text)")
-                        let records = try await SharedState.records(replica.admin, count: total, within: .seconds(30))
-                        #expect(records.count == total && records.allSatisfy { $0.status == 200 },
-                                "\(replica.name) holds \(records.count) records of \(total)")
-                        #expect(Set(records.map(\.seq)).count == records.count)
-                        let shared = try await SharedState.poll({ try await SharedState.shared(replica) }, until: { $0?.queued == 0 })
-                        #expect(shared?.dropped == 0 && shared?.queued == 0, "\(replica.name)'s shared counts: \(String(describing: shared))")
-                    }
-                    let clockAfter = try await SharedState.call(a, "POST", "/v1/clock", body: #"{"advanceSeconds":60}"#)
-                    #expect(clockAfter.status == 200, "POST /v1/clock after the outage: \(clockAfter.status) \(clockAfter.text)")
-                    let bAdmin = try b.admin
-                    let bClock = try await SharedState.poll({ try await bAdmin.clock() }, until: { $0.offsetSeconds == 60 })
-                    #expect(bClock.offsetSeconds == 60)
-                } catch {
-                    // The tests after this one need the database.
-                    if !resumed { try? await cluster.resume() }
-                    throw error
+            try await PostgresCluster.withStarted { cluster in
+                try await SharedState.withReplicas(2, stateURL: cluster.url) { replicas in
+                    try await Self.outage(of: cluster, replicas[0], replicas[1])
                 }
             }
+        }
+
+        static func outage(of cluster: PostgresCluster, _ a: Replica, _ b: Replica) async throws {
+            #expect(try await SharedState.push(a).status == 200)
+            _ = try await SharedState.records(b.admin, count: 1)
+            for replica in [a, b] {
+                let (status, health, text) = try await SharedState.health(replica)
+                #expect(status == 200 && health?.status == "ok", "\(replica.name): \(status) \(text)")
+            }
+
+            try await cluster.halt()
+            var pushedMeanwhile = 0
+            for replica in [a, b, a, b, a, b] {
+                let answer = try await SharedState.push(replica)
+                #expect(answer.status == 200, "push through \(replica.name) during the outage: \(answer.status) \(answer.reason ?? "")")
+                pushedMeanwhile += 1
+            }
+            for replica in [a, b] {
+                let (status, health, text) = try await SharedState.poll(within: .seconds(20), every: .milliseconds(100), {
+                    try await SharedState.health(replica)
+                }, until: { $0.health?.status == "degraded" })
+                #expect(status == 200 && health?.status == "degraded", "\(replica.name) during the outage: \(status) \(text)")
+                let reason = health?.reason ?? ""
+                #expect(reason.contains("state"), "\(replica.name)'s health names no reason: \(text)")
+            }
+            // Admin changes are refused while the log cannot be written (both at once: a refusal
+            // may wait for the database a few seconds; curl gives up after 10).
+            async let clockRefused = SharedState.call(a, "POST", "/v1/clock", body: #"{"advanceSeconds":60}"#)
+            async let faultRefused = SharedState.call(b, "POST", "/v1/faults", body: #"{"respond":{"reason":"BadDeviceToken"}}"#)
+            let (clock, fault) = try await (clockRefused, faultRefused)
+            #expect(clock.status == 503 && clock.text.contains("state"), "POST /v1/clock during the outage: \(clock.status) \(clock.text)")
+            #expect(fault.status == 503 && fault.text.contains("state"), "POST /v1/faults during the outage: \(fault.status) \(fault.text)")
+            // Pushes are still answered as before: no rule was added.
+            #expect(try await SharedState.push(b).status == 200)
+            pushedMeanwhile += 1
+
+            try await cluster.resume()
+            let total = 1 + pushedMeanwhile
+            for replica in [a, b] {
+                let (status, health, text) = try await SharedState.poll(within: .seconds(30), every: .milliseconds(100), {
+                    try await SharedState.health(replica)
+                }, until: { $0.health?.status == "ok" })
+                #expect(status == 200 && health?.status == "ok", "\(replica.name) after the outage: \(status) \(text)")
+                let records = try await SharedState.records(replica.admin, count: total, within: .seconds(30))
+                #expect(records.count == total && records.allSatisfy { $0.status == 200 },
+                        "\(replica.name) holds \(records.count) records of \(total)")
+                #expect(Set(records.map(\.seq)).count == records.count)
+                let shared = try await SharedState.poll({ try await SharedState.shared(replica) }, until: { $0?.queued == 0 })
+                #expect(shared?.dropped == 0 && shared?.queued == 0, "\(replica.name)'s shared counts: \(String(describing: shared))")
+            }
+            let clockAfter = try await SharedState.call(a, "POST", "/v1/clock", body: #"{"advanceSeconds":60}"#)
+            #expect(clockAfter.status == 200, "POST /v1/clock after the outage: \(clockAfter.status) \(clockAfter.text)")
+            let bAdmin = try b.admin
+            let bClock = try await SharedState.poll({ try await bAdmin.clock() }, until: { $0.offsetSeconds == 60 })
+            #expect(bClock.offsetSeconds == 60)
         }
 
         /// Two teams added through A never see each other's records, faults or devices through

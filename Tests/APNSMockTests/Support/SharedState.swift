@@ -64,6 +64,19 @@ struct PostgresCluster: Sendable {
     func stop() async {
         _ = try? await Self.run(["stop", url])
     }
+
+    /// A cluster of its own for `body` (one a test stops and starts again), stopped afterwards.
+    static func withStarted<T: Sendable>(_ body: (PostgresCluster) async throws -> T) async throws -> T {
+        let cluster = try await start()
+        do {
+            let result = try await body(cluster)
+            await cluster.stop()
+            return result
+        } catch {
+            await cluster.stop()
+            throw error
+        }
+    }
 }
 
 /// The suite's one PostgreSQL cluster: started (scripts/postgres) before the suite's first test,
@@ -192,12 +205,14 @@ enum SharedState {
     /// h2load opens its streams before it reads SETTINGS: let them in before the token is checked.
     static let yaml = "server: { streamsBeforeAuthentication: 100 }\n"
 
-    /// Starts `count` replicas (named A, B, C…) of a new database of the suite's cluster, all at
-    /// once, runs `body`, then stops them. When `body` throws, their logs' ends go into the issue.
+    /// Starts `count` replicas (named A, B, C…) of `stateURL` (default: a new database of the
+    /// suite's cluster), all at once, runs `body`, then stops them. When `body` throws, their logs'
+    /// ends go into the issue.
     static func withReplicas<T: Sendable>(
-        _ count: Int, yaml: String = yaml, _ body: ([Replica]) async throws -> T
+        _ count: Int, yaml: String = yaml, stateURL: String? = nil, _ body: ([Replica]) async throws -> T
     ) async throws -> T {
-        let url = try await SharedPostgres.newDatabase()
+        let url: String
+        if let stateURL { url = stateURL } else { url = try await SharedPostgres.newDatabase() }
         let replicas = (0..<count).map { Replica(String(UnicodeScalar(UInt8(65 + $0))), stateURL: url, yaml: yaml) }
         do {
             try await withThrowingTaskGroup(of: Void.self) { group in
