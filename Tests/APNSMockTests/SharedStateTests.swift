@@ -64,7 +64,8 @@ struct SharedStateTests {
                 let (a, b, c) = (replicas[0], replicas[1], replicas[2])
                 let token = String(repeating: "5a", count: 32)
                 let cAdmin = try c.admin
-                async let waited = cAdmin.wait(RecordQuery(token: token), count: 1, timeout: 15)
+                // Long: under the whole suite's load, starting curl and the push can take seconds.
+                async let waited = cAdmin.wait(RecordQuery(token: token), count: 1, timeout: 60)
                 // The wait must be registered before the push; a wait has no "subscribed" answer,
                 // so give its request a moment to arrive.
                 try await Task.sleep(for: .milliseconds(300))

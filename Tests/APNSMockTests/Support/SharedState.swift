@@ -236,7 +236,7 @@ enum SharedState {
     /// Probes every `interval` until `done` holds of what `probe` returned, or `timeout` passed;
     /// returns the last value either way (the caller's #expect then says what was seen).
     static func poll<T: Sendable>(
-        within timeout: Duration = .seconds(5), every interval: Duration = .milliseconds(25),
+        within timeout: Duration = .seconds(10), every interval: Duration = .milliseconds(25),
         _ probe: () async throws -> T, until done: (T) -> Bool
     ) async throws -> T {
         let deadline = ContinuousClock.now + timeout
@@ -262,7 +262,7 @@ enum SharedState {
     /// Polls a replica's records until there are `count` (bounded: what arrives through the
     /// shared state takes milliseconds, not no time), and returns them.
     static func records(
-        _ admin: AdminClient, count: Int, within timeout: Duration = .seconds(10)
+        _ admin: AdminClient, count: Int, within timeout: Duration = .seconds(20)
     ) async throws -> [NotificationRecord] {
         try await poll(within: timeout, every: .milliseconds(50), { try await allRecords(admin) }, until: { $0.count >= count })
     }
