@@ -294,13 +294,17 @@ public struct WaitTimeout: Error, CustomStringConvertible {
 
 /// The body of `GET /v1/health`.
 public struct Health: Codable, Sendable, Equatable {
-    /// `ok` (every listener bound), `starting` or `stopping`.
+    /// `ok` (every listener bound), `degraded` (every listener bound, a shared state's database
+    /// unreachable: docs/replicas.md), `starting` or `stopping`.
     public var status: String
     public var ports: ListenerPorts?
+    /// Why the status is `degraded`; `nil` otherwise.
+    public var reason: String?
 
-    public init(status: String, ports: ListenerPorts?) {
+    public init(status: String, ports: ListenerPorts?, reason: String? = nil) {
         self.status = status
         self.ports = ports
+        self.reason = reason
     }
 }
 

@@ -59,6 +59,8 @@ private func fixture(_ name: String) throws -> String {
     #expect(configuration.server.handshakeTimeout == 10)
     #expect(configuration.server.threads == 2 && configuration.server.shutdownGracePeriod == 10)
     #expect(configuration.faultSeed == 42)
+    #expect(configuration.state.url == "postgres://apnsmock:secret@postgres.staging:5432/apnsmock")
+    #expect(configuration.state.retentionRecords == 1_000_000 && configuration.state.retentionSeconds == 604_800)
     #expect(configuration.admin.maxConnections == 256 && configuration.admin.idleTimeout == 60)
     #expect(configuration.admin.requestTimeout == 10 && configuration.admin.responseTimeout == 30)
     #expect(configuration.admin.allowedOrigins == ["http://dashboard.internal:8080"])
@@ -376,4 +378,15 @@ func relatedKeysAreChecked(_ keys: String, _ problem: String) throws {
     #expect(configuration.server.port == 0)
     #expect(configuration.admin.port == 0)
     #expect(configuration.broadcast.sandboxPort == 0)
+}
+
+/// `state.url` must be a PostgreSQL URL; anything else is refused naming the field.
+@Test func stateURLMustBePostgres() throws {
+    for url in ["mysql://u:p@db/x", "postgres:///nohost", "redis://cache", ""] {
+        #expect(throws: ConfigurationError.self) {
+            try Configuration.parse(yaml: "state: { url: \"\(url)\" }", file: "t.yaml")
+        }
+    }
+    let accepted = try Configuration.parse(yaml: "state: { url: \"postgresql://u@db:5433/x?sslmode=require\" }", file: "t.yaml")
+    #expect(accepted.state.url == "postgresql://u@db:5433/x?sslmode=require")
 }

@@ -158,6 +158,165 @@ struct ContainerTests {
         ])
         #expect(page.notifications.allSatisfy { $0.auth.teamId == "TEAMCMP001" })
     }
+
+    /// deploy/compose/replicated.yml brought up for real: PostgreSQL, three replicas of the image
+    /// sharing it (APNS_MOCK_STATE_URL) and one CA, the balancer in front of them as `apns-mock`.
+    /// Each replica's APNs and admin ports are published too (the test's override), so that a push
+    /// through one replica can be looked for through another's admin API; the records outlive the
+    /// replicas being restarted; with PostgreSQL stopped the replicas stay behind the balancer,
+    /// degraded, answering pushes.
+    @Test(.enabled(if: ContainerEngine.postgresImage != nil && ContainerEngine.balancerImage != nil,
+                   "set CONTAINER_POSTGRES_IMAGE_UNDER_TEST and CONTAINER_BALANCER_IMAGE_UNDER_TEST (scripts/test builds them with scripts/replicated-images)"))
+    func replicatedComposeSharesOneState() async throws {
+        let image = try #require(ContainerEngine.image)
+        let postgres = try #require(ContainerEngine.postgresImage)
+        let balancer = try #require(ContainerEngine.balancerImage)
+        let project = "apnsmockrep\(ProcessInfo.processInfo.processIdentifier)\(UUID().uuidString.prefix(6).lowercased())"
+        let directory = try Unprivileged.temporaryDirectory("compose-replicated")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // The images under test, and each replica's ports on 127.0.0.1 (the host's own choice).
+        let override = directory.appendingPathComponent("test.override.yml")
+        let replicaServices = Self.replicaNames.map { name in
+            """
+              \(name):
+                image: \(image)
+                ports: ["127.0.0.1::2197", "127.0.0.1::2198"]
+            """
+        }.joined(separator: "\n")
+        try Data("""
+            services:
+            \(replicaServices)
+              certs:
+                image: \(image)
+              postgres:
+                image: \(postgres)
+              apns-mock:
+                image: \(balancer)
+            """.utf8).write(to: override)
+
+        try await ContainerEngine.withDockerSocket { dockerHost in
+            let ports = try await (0..<4).asyncMap { _ in try await SendCLI.closedPort() }
+            let environment = [
+                "DOCKER_HOST": dockerHost, "MOCK_APNS_PORT": "\(ports[0])", "MOCK_ADMIN_PORT": "\(ports[1])",
+                "MOCK_BROADCAST_SANDBOX_PORT": "\(ports[2])", "MOCK_BROADCAST_PRODUCTION_PORT": "\(ports[3])",
+            ]
+            let file = ServerProcess.repository.appendingPathComponent("deploy/compose/replicated.yml").path
+            let compose = ["-p", project, "-f", file, "-f", override.path]
+            let outcome: Result<Void, any Error>
+            do {
+                try await Self.checkReplicated(compose, project: project, environment: environment, balancerPorts: (ports[0], ports[1]))
+                outcome = .success(())
+            } catch {
+                outcome = .failure(error)
+            }
+            let down = try await ExternalTool.run("docker-compose", compose + ["down", "-v", "-t", "2"], environment: environment, timeout: 120)
+            #expect(down.exitCode == 0, "docker-compose down: \(down.stderr)")
+            try outcome.get()
+        }
+    }
+
+    static let replicaNames = ["apns-mock-1", "apns-mock-2", "apns-mock-3"]
+
+    private static func checkReplicated(
+        _ compose: [String], project: String, environment: [String: String], balancerPorts: (apns: Int, admin: Int)
+    ) async throws {
+        // PostgreSQL first, turned healthy by running its healthcheck (podman runs healthchecks
+        // from systemd timers, which this machine lacks; docker-compose waits for `healthy`
+        // before it starts the replicas), and the certificates made.
+        let first = try await ExternalTool.run(
+            "docker-compose", compose + ["up", "-d", "--no-build", "postgres", "certs"], environment: environment, timeout: 180)
+        try #require(first.exitCode == 0, "docker-compose up postgres certs: \(first.stderr)")
+        try await ContainerEngine.waitHealthy("\(project)_postgres_1")
+        let up = try await ExternalTool.run("docker-compose", compose + ["up", "-d", "--no-build"], environment: environment, timeout: 180)
+        try #require(up.exitCode == 0, "docker-compose up: \(up.stderr)")
+
+        let containers = replicaNames.map { "\(project)_\($0)_1" }
+        var replicas = try await Self.replicaAdmins(containers)
+        try await ContainerEngine.waitHealthy("\(project)_apns-mock_1")
+        let front = AdminClient(baseURL: "http://127.0.0.1:\(balancerPorts.admin)")
+        for (index, admin) in replicas.enumerated() {
+            #expect(try await admin.health().status == "ok", "replica \(index + 1)")
+        }
+        #expect(try await front.health().status == "ok", "through the balancer")
+
+        // One CA (the certs service's), whichever replica answers.
+        let ca = try await front.caCertificate()
+        for (index, admin) in replicas.enumerated() {
+            #expect(try await admin.caCertificate() == ca, "replica \(index + 1) serves the certs service's CA")
+        }
+        let caDirectory = try Unprivileged.temporaryDirectory("replicated-ca")
+        defer { try? FileManager.default.removeItem(at: caDirectory) }
+        let caPath = caDirectory.appendingPathComponent("ca.pem").path
+        try Data(ca.utf8).write(to: URL(fileURLWithPath: caPath))
+
+        // One push through replica 1, signed with replica 3's demo key (one key for all), and one
+        // through the balancer.
+        let token = try await ContainerEngine.podman(["exec", containers[2], "apns-mock", "token"]).text
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        for port in [try await ContainerEngine.hostPort(containers[0], 2197), balancerPorts.apns] {
+            let response = try await Curl.send(
+                url: "https://api.push.apple.com/3/device/\(Self.device)", caPath: caPath, authorization: "bearer " + token,
+                extra: ["--connect-to", "api.push.apple.com:443:127.0.0.1:\(port)"])
+            #expect(response.status == 200, "through 127.0.0.1:\(port): \(response.status) \(response.reason ?? "")")
+        }
+
+        // Both, through every replica's admin API, with the same sequence numbers.
+        var seqs: [[UInt64]] = []
+        for (index, admin) in replicas.enumerated() {
+            let (page, timedOut) = try await admin.wait(RecordQuery(token: Self.device), count: 2, timeout: 10)
+            #expect(!timedOut, "replica \(index + 1) shows both pushes: \(page.notifications.count)")
+            seqs.append(page.notifications.map(\.seq))
+        }
+        #expect(Set(seqs).count == 1 && seqs[0].count == 2, "every replica shows the same two records: \(seqs)")
+
+        // The records outlive the replicas: all three restarted, replica 1 shows them again.
+        let restart = try await ExternalTool.run(
+            "docker-compose", compose + ["restart", "-t", "5"] + replicaNames, environment: environment, timeout: 120)
+        try #require(restart.exitCode == 0, "docker-compose restart: \(restart.stderr)")
+        replicas = try await Self.replicaAdmins(containers)
+        let (again, timedOut) = try await replicas[0].wait(RecordQuery(token: Self.device), count: 2, timeout: 10)
+        #expect(!timedOut && again.notifications.map(\.seq) == seqs[0],
+                "after a restart, replica 1 shows the records from the database: \(again.notifications.map(\.seq))")
+        for (index, admin) in replicas.enumerated() {
+            #expect(try await admin.health().status == "ok", "replica \(index + 1) after the restart")
+        }
+
+        // PostgreSQL away: the replicas say `degraded` (still 200, so the balancer keeps them) and
+        // answer pushes through the balancer; back, they say `ok` again.
+        let postgres = "\(project)_postgres_1"
+        _ = try await ContainerEngine.podman(["stop", "-t", "5", postgres])
+        let degraded = try await Self.waitStatus(front, "degraded")
+        #expect(degraded, "through the balancer, /v1/health says degraded while PostgreSQL is away")
+        let response = try await Curl.send(
+            url: "https://api.push.apple.com/3/device/\(Self.device)", caPath: caPath, authorization: "bearer " + token,
+            extra: ["--connect-to", "api.push.apple.com:443:127.0.0.1:\(balancerPorts.apns)"])
+        #expect(response.status == 200, "a push through the balancer while PostgreSQL is away: \(response.status)")
+        _ = try await ContainerEngine.podman(["start", postgres])
+        for (index, admin) in replicas.enumerated() {
+            #expect(try await Self.waitStatus(admin, "ok"), "replica \(index + 1) ok again once PostgreSQL is back")
+        }
+    }
+
+    /// Polls `GET /v1/health` until it says `status` (30 s at most).
+    private static func waitStatus(_ admin: AdminClient, _ status: String) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            if (try? await admin.health().status) == status { return true }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        return false
+    }
+
+    /// Each replica's admin client once it is healthy (its published port, asked again: a restart
+    /// may publish another).
+    private static func replicaAdmins(_ containers: [String]) async throws -> [AdminClient] {
+        var admins: [AdminClient] = []
+        for container in containers {
+            try await ContainerEngine.waitHealthy(container)
+            admins.append(AdminClient(baseURL: "http://127.0.0.1:\(try await ContainerEngine.hostPort(container, 2198))"))
+        }
+        return admins
+    }
 }
 
 /// A provider key the test makes, to configure the mock by environment and sign its tokens.
@@ -219,6 +378,16 @@ enum ContainerEngine {
     /// The image under test (`CONTAINER_IMAGE_UNDER_TEST`), when the suite is to run.
     static var image: String? {
         ProcessInfo.processInfo.environment["CONTAINER_IMAGE_UNDER_TEST"].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    /// The replicated variant's PostgreSQL and balancer images (`scripts/replicated-images`), when
+    /// its compose test is to run.
+    static var postgresImage: String? {
+        ProcessInfo.processInfo.environment["CONTAINER_POSTGRES_IMAGE_UNDER_TEST"].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    static var balancerImage: String? {
+        ProcessInfo.processInfo.environment["CONTAINER_BALANCER_IMAGE_UNDER_TEST"].flatMap { $0.isEmpty ? nil : $0 }
     }
 
     static func podman(_ arguments: [String], timeout: Double = 120) async throws -> ExternalTool.Output {

@@ -100,7 +100,7 @@ struct EnumContractTests {
 
     /// Enums of the document that follow no Swift enum, and why.
     static let openAPIOwnEnums: Set<String> = [
-        // The health answer's status: three literals in AdminAPI's health route.
+        // The health answer's status: four literals in AdminAPI's health route.
         "components > schemas > Health > properties > status",
         // The goaway fault's debugData and lastStreamId forms: parsed from these literals by
         // FaultRule.decode, which names them in its error messages.

@@ -33,6 +33,42 @@ struct PackagingTests {
         #expect(service["command"] == nil)
     }
 
+    /// deploy/compose/replicated.yml (docs/deployment.md): three replicas alike on one database and
+    /// one CA, behind the balancer under Apple's host names; run for real in ``ContainerTests``.
+    @Test func replicatedComposeSharesOneDatabaseAndOneCA() throws {
+        let compose = try #require(try Yams.load(yaml: load("deploy/compose/replicated.yml")) as? [String: Any])
+        let services = try #require(compose["services"] as? [String: [String: Any]])
+        #expect(Set(services.keys) == ["apns-mock", "apns-mock-1", "apns-mock-2", "apns-mock-3", "certs", "postgres"])
+        let replicas = ["apns-mock-1", "apns-mock-2", "apns-mock-3"].compactMap { services[$0] }
+        #expect(replicas.count == 3)
+        for replica in replicas {
+            #expect(replica["image"] as? String == "apns-mock:local")
+            let environment = try #require(replica["environment"] as? [String: Any])
+            #expect(environment["APNS_MOCK_STATE_URL"] as? String == "postgres://apns_mock:${POSTGRES_PASSWORD:-apns-mock}@postgres:5432/apns_mock")
+            #expect(replica["volumes"] as? [String] == ["certs:/var/lib/apns-mock/certs:ro"], "one CA, read-only")
+            let dependencies = try #require(replica["depends_on"] as? [String: [String: String]])
+            #expect(dependencies["postgres"]?["condition"] == "service_healthy")
+            #expect(dependencies["certs"]?["condition"] == "service_completed_successfully")
+            #expect(replica["ports"] == nil, "replicas are reached through the balancer")
+            let aliases = (((replica["networks"] as? [String: Any])?["default"] as? [String: Any])?["aliases"] as? [String]) ?? []
+            #expect(aliases == ["apns-mock-replica"])
+        }
+        let balancer = try #require(services["apns-mock"])
+        #expect(balancer["image"] as? String == "apns-mock-balancer:local")
+        let ports = try #require(balancer["ports"] as? [String])
+        for port in [2197, 2198, 2195, 2196] {
+            #expect(ports.contains { $0.hasPrefix("127.0.0.1:") && $0.hasSuffix(":\(port)") }, "\(port) published on loopback")
+        }
+        let aliases = (((balancer["networks"] as? [String: Any])?["default"] as? [String: Any])?["aliases"] as? [String]) ?? []
+        #expect(Set(aliases) == Set(TestCertificates.defaultDNSNames.filter { $0.hasSuffix(".apple.com") }))
+        let postgres = try #require(services["postgres"])
+        #expect(postgres["ports"] == nil, "the database is reached only inside the network")
+        #expect((services["certs"]?["command"] as? [String])?.prefix(2) == ["certs", "init"])
+        let haproxy = try load("deploy/balancer/haproxy.cfg")
+        #expect(haproxy.contains("\"${REPLICAS}\":2197"), "the balancer finds the replicas by their alias")
+        #expect(try load("deploy/balancer/Containerfile").contains("ENV REPLICAS=apns-mock-replica"))
+    }
+
     @Test func dockerfileRunsUnprivilegedOnApplesPorts() throws {
         let dockerfile = try load("Dockerfile")
         for line in [

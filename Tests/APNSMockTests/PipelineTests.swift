@@ -15,11 +15,14 @@ struct PipelineHarness {
 
     static let noLogger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
 
-    init(configure: (inout ServerConfiguration) -> Void = { _ in }) throws {
+    /// A harness whose mock has the shared state `shared` (`nil`: in memory).
+    init(shared: (any SharedStateEngine)? = nil, configure: (inout ServerConfiguration) -> Void = { _ in }) throws {
         var configuration = ServerConfiguration()
         configuration.teams = [try MockHarness.demoTeam()]
         configure(&configuration)
-        state = MockState(configuration: configuration, tokenKeys: try TokenKeys.load(configuration.teams))
+        state = MockState(
+            configuration: configuration, parts: .inMemory(configuration), tokenKeys: try TokenKeys.load(configuration.teams),
+            shared: shared)
         routes = Routes(
             configuration: configuration, state: state,
             logger: Self.noLogger)
@@ -257,10 +260,12 @@ struct PolicyTests {
         let policy = Policy(state: mock.state, shrinksStreamsAfterRejection: false)
         let request = PipelineHarness.devicePush()
         var first = try Self.verdict(&mock, request)
-        _ = policy.applyRules(to: &first, request: request, context: mock.context, requestNumber: 1, team: nil)
+        _ = policy.applyRules(to: &first, request: request, context: mock.context, requestNumber: 1, team: nil,
+            claim: &mock.connection.faultClaim)
         #expect(first.rejection == nil)
         var second = try Self.verdict(&mock, request)
-        _ = policy.applyRules(to: &second, request: request, context: mock.context, requestNumber: 2, team: nil)
+        _ = policy.applyRules(to: &second, request: request, context: mock.context, requestNumber: 2, team: nil,
+            claim: &mock.connection.faultClaim)
         #expect(second.rejection?.reason == .tooManyRequests && second.status == 429)
     }
 
@@ -271,7 +276,8 @@ struct PolicyTests {
         let request = PipelineHarness.devicePush()
         var verdict = try Self.verdict(&mock, request)
         let id = verdict.answerID
-        var actions = policy.applyRules(to: &verdict, request: request, context: mock.context, requestNumber: 1, team: nil)
+        var actions = policy.applyRules(to: &verdict, request: request, context: mock.context, requestNumber: 1, team: nil,
+            claim: &mock.connection.faultClaim)
         #expect(verdict.rejection?.reason == .badDeviceToken && verdict.answerID == id && actions.faultMatched)
         policy.settle(&actions, verdict: verdict, connection: &mock.connection)
         #expect(actions.streamLimit == .one)

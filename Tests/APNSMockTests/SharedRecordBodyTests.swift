@@ -1,9 +1,10 @@
 @testable import APNSMock
 import APNSMockCore
 import Foundation
+import NIOCore
 import Testing
 
-/// A record stored in the shared state (``SharedRecordBody``, JSON in PostgreSQL) is the same record
+/// A record stored in the shared state (``SharedRecordBody``, bytes in PostgreSQL) is the same record
 /// when a replica's mirror reads it back: every field the admin API renders, filters on or counts.
 @Suite("Shared record bodies")
 struct SharedRecordBodyTests {
@@ -49,8 +50,19 @@ struct SharedRecordBodyTests {
                 apnsIDHeader: request.apnsID, apnsID: id, uniqueID: rejection == nil ? UUIDValue(high: 1, low: 2) : nil,
                 status: rejection?.status ?? 200, rejection: rejection, injected: rejection != nil, action: rejection == nil ? nil : .hang,
                 streamID: 7, broadcast: details, responseWritten: true, clockOffset: 3600)
-            let stored = try JSONEncoder().encode(SharedRecordBody(original))
-            let read = try JSONDecoder().decode(SharedRecordBody.self, from: stored).record(seq: 99)
+            var encoder = SharedRecordEncoder(), decoder = SharedRecordDecoder()
+            var stored = ByteBuffer()
+            encoder.encode(original, into: &stored)
+            let read = try decoder.decode(stored, seq: 99)
+            // A second record of the same shape is read back with the same shape object.
+            var again = ByteBuffer()
+            encoder.encode(original, into: &again)
+            #expect(try decoder.decode(again, seq: 100).shape === read.shape)
+            // Cut anywhere, a body is refused, never misread.
+            for length in stride(from: 0, to: stored.readableBytes, by: 7) {
+                var fresh = SharedRecordDecoder()
+                #expect(throws: (any Error).self) { try fresh.decode(stored.getSlice(at: 0, length: length)!, seq: 1) }
+            }
             let validator = Validator()
             var expected = original.render(validator: validator)
             expected.seq = 99

@@ -9,8 +9,9 @@ import (
 
 // Health is GET /v1/health's answer.
 type Health struct {
-	Status string      `json:"status"` // "ok"
+	Status string      `json:"status"` // "ok", or "degraded" while a shared state's database is unreachable
 	Ports  HealthPorts `json:"ports"`
+	Reason string      `json:"reason,omitempty"` // why the status is "degraded"; "" otherwise
 }
 
 // HealthPorts are the ports the mock's listeners are bound to.

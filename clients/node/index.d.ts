@@ -161,7 +161,7 @@ export class AdminClient {
   readonly team: string | null;
   /** The same mock, URL, token and timeout, scoped to `teamId` (null: unscoped). */
   forTeam(teamId: string | null): AdminClient;
-  health(): Promise<{ status: string; ports: Record<string, number | number[]> }>;
+  health(): Promise<{ status: string; ports: Record<string, number | number[]>; reason?: string }>;
   listNotifications(filter?: NotificationFilter): Promise<NotificationPage>;
   /** Resolves to the records; rejects with WaitTimeoutError when fewer than `count` matched in time. */
   waitFor(filter?: NotificationFilter, options?: WaitOptions): Promise<NotificationRecord[]>;

@@ -162,7 +162,7 @@ class AdminClient {
     return answer.text;
   }
 
-  /** `GET /v1/health`: `{status: "ok", ports}`; a 503 (starting, stopping) throws `AdminError`. */
+  /** `GET /v1/health`: `{status: "ok", ports}` (`"degraded"` with `reason` while a shared state's database is unreachable); a 503 (starting, stopping) throws `AdminError`. */
   health() {
     return this._json('GET', '/v1/health');
   }

@@ -35,6 +35,12 @@ struct ConnectionMemo {
     var auth = ConnectionAuth()
     /// Requests this connection has carried.
     var requestCount = 0
+    /// A fault rule with `times` that the request being decided matched, waiting for its claim in
+    /// the shared state: set by the ``Policy``, taken by the ``Pipeline``; `nil` between requests.
+    var faultClaim: FaultClaim?
+    /// The request that waits for that claim, for the connection to finish (``AwaitingClaim``):
+    /// set by the ``Pipeline``, taken by the connection; `nil` between requests.
+    var awaitingClaim: AwaitingClaim?
 
     init(state: MockState) {
         devices = LayeredDevices(VersionedSnapshot(state.devices))

@@ -61,6 +61,10 @@ struct Effects {
         private(set) var raisesStreamLimit = false
         /// The limit to advertise once answered (`server.shrinkStreamsAfterRejection`).
         private(set) var streamLimit: StreamLimit?
+        /// Nothing is settled yet: a fault rule with `times` matched, and whether it fires waits
+        /// for its claim in the shared state (``FaultClaim``); the connection waits for it, then
+        /// carries out the effects the request ends with (``ConnectionMemo/awaitingClaim``).
+        private(set) var awaitsClaim = false
 
         /// Whether the response goes out; false when a fault action replaces it (shrink-streams and
         /// ignore-pings keep it).
@@ -81,6 +85,14 @@ struct Effects {
             guard var rejection = rule.respond else { return nil }
             if rejection.reason.carriesTimestamp, rejection.timestamp == nil { rejection.timestamp = now() }
             return rejection
+        }
+
+        /// The actions of a request whose fault rule waits for its claim: nothing is carried out
+        /// until the claim is settled.
+        fileprivate var awaitingClaim: Actions {
+            var actions = self
+            actions.awaitsClaim = true
+            return actions
         }
 
         /// What the final answer does to the stream limit: the connection's first accepted token
@@ -131,6 +143,10 @@ struct Effects {
         self.actions = actions
         recordSeq = 0
     }
+
+    /// A request whose fault rule waits for its claim (``Actions/awaitsClaim``): no answer, no
+    /// record yet; the connection finishes it through ``ConnectionMemo/awaitingClaim``.
+    static func awaitingClaim(_ actions: Actions) -> Effects { Effects(unanswered: actions.awaitingClaim) }
 
     /// A request no route of its listener takes (``ListenerRoutes``; cannot happen with
     /// ``Routes/table``, whose listeners each end with a catch-all route): its stream is reset

@@ -64,15 +64,21 @@ enum StoreChange: Equatable {
     }
 
     func carryOut(on state: MockState) -> Result {
+        // With a shared state the other replicas learn of the change from its log, a moment later.
         switch self {
         case .createChannel(let bundleID, let environment, let policy):
             switch state.channels.create(bundleID: bundleID, environment: environment, policy: policy) {
-            case .success(let channel): .created(channel)
-            case .failure: .notCreated
+            case .success(let channel):
+                state.shared?.channelCreated(channel)
+                return .created(channel)
+            case .failure:
+                return .notCreated
             }
         case .deleteChannel(let channel):
-            state.channels.delete(id: channel.id, bundleID: channel.bundleID, environment: channel.environment) == nil
-                ? .alreadyGone : .deleted
+            guard state.channels.delete(id: channel.id, bundleID: channel.bundleID, environment: channel.environment) != nil
+            else { return .alreadyGone }
+            state.shared?.channelDeleted(channel)
+            return .deleted
         }
     }
 }
@@ -101,6 +107,11 @@ extension DecidingAPI {
 /// does to the connection, the ``Recorder``; the result is the request's ``Effects``, which the
 /// connection carries out. Generic over the verdict, so each API's run is compiled for its own
 /// verdict type (no existential, no allocation).
+///
+/// With a shared state, a fault rule with `times` that matches fires only once the shared state
+/// grants it (``FaultClaim``), which the request waits for: the run stops after the policy, reads
+/// what the record takes from the request while it is lent, and leaves the rest to an
+/// ``AwaitingClaim`` that the connection finishes once the claim is answered.
 struct Pipeline: Sendable {
     let policy: Policy
     let recorder: Recorder
@@ -114,7 +125,13 @@ struct Pipeline: Sendable {
         // The request's team (its token's or certificate's), unretained (``ConnectionAuth/team``).
         let team = connection.auth.team
         var actions = policy.applyRules(
-            to: &verdict, request: request, context: context, requestNumber: connection.requestCount, team: team)
+            to: &verdict, request: request, context: context, requestNumber: connection.requestCount, team: team,
+            claim: &connection.faultClaim)
+        if _slowPath(connection.faultClaim != nil), let claim = connection.faultClaim.take() {
+            return awaitClaim(
+                claim, verdict: verdict, actions: actions, request: request, context: context, team: team,
+                connection: &connection)
+        }
         if actions.answers, let change = verdict.storeChange {
             verdict.settle(change.carryOut(on: policy.state))
         }
@@ -123,4 +140,60 @@ struct Pipeline: Sendable {
             verdict, actions: actions, request: request, stream: stream, context: context, team: team, connection: &connection)
         return Effects(verdict.response, actions: actions, recordSeq: seq)
     }
+
+    /// The rest of ``run(_:request:stream:context:connection:)`` for a request whose fault rule
+    /// waits for its claim: what the record takes from the request is read now, and the rest (the
+    /// rule applied or not, the store change, settling, the record) is left in
+    /// ``ConnectionMemo/awaitingClaim`` for the connection to finish once the claim is answered.
+    /// Out of line: only requests with a claim pay for the closure.
+    @inline(never)
+    private func awaitClaim<V: Verdict>(
+        _ claim: FaultClaim, verdict: V, actions: Effects.Actions, request: borrowing PushRequest,
+        context: ConnectionContext, team: Unmanaged<TeamSpace>?, connection: inout ConnectionMemo
+    ) -> Effects {
+        let received = recorder.received(verdict, request: request, context: context, connection: &connection)
+        // Held (retained) until the claim is settled: the connection may be bound to another team,
+        // or the team removed, by then.
+        let space = team?.takeUnretainedValue()
+        connection.awaitingClaim = AwaitingClaim(key: claim.key, times: claim.times) { granted, stream, connection in
+            var verdict = verdict
+            var actions = actions
+            if claim.store.settle(claim, granted: granted) {
+                policy.applyClaimed(claim.rule, to: &verdict, actions: &actions, team: space)
+            }
+            let team = space.map { Unmanaged.passUnretained($0) }
+            return finish(
+                &verdict, actions: actions, received: received, stream: stream, context: context, team: team,
+                connection: &connection)
+        }
+        return .awaitingClaim(actions)
+    }
+
+    /// After the fault rules, for a request whose rule was claimed: the store change, settling and
+    /// the record, as ``run(_:request:stream:context:connection:)`` does them.
+    private func finish<V: Verdict>(
+        _ verdict: inout V, actions: Effects.Actions, received: Recorder.Received?, stream: RequestStream,
+        context: ConnectionContext, team: Unmanaged<TeamSpace>?, connection: inout ConnectionMemo
+    ) -> Effects {
+        var actions = actions
+        if actions.answers, let change = verdict.storeChange {
+            verdict.settle(change.carryOut(on: policy.state))
+        }
+        policy.settle(&actions, verdict: verdict, connection: &connection)
+        let seq = recorder.record(
+            verdict, received: received, actions: actions, stream: stream, context: context, team: team,
+            connection: &connection)
+        return Effects(verdict.response, actions: actions, recordSeq: seq)
+    }
+}
+
+/// A request whose fault rule waits for its claim in the shared state (``FaultClaim``), as the
+/// ``Pipeline`` leaves it to the connection: what to claim, and how to finish the request once
+/// the claim is answered. ``finish`` takes the answer (`nil`: the shared state could not give
+/// one), the request's stream as it is then (closed: the record says the answer was not written)
+/// and the connection's memo, and returns the request's ``Effects``, settled and recorded.
+struct AwaitingClaim {
+    let key: String
+    let times: Int
+    let finish: (_ granted: Bool?, _ stream: RequestStream, _ connection: inout ConnectionMemo) -> Effects
 }

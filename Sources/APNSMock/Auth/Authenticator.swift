@@ -67,10 +67,15 @@ struct ConnectionAuth {
 
     /// The connection was answered ExpiredProviderToken (by its token's age, or a fault rule said
     /// so): its token is expired on every connection from now on (``TokenRegistry``).
-    mutating func tokenExpired() {
-        guard let binding, !binding.expired else { return }
+    /// Expires the connection's token everywhere; says which, the first time (for the other
+    /// replicas of a shared state).
+    @discardableResult
+    mutating func tokenExpired() -> (team: String, tokenId: String, offset: Int64)? {
+        guard let binding, !binding.expired else { return nil }
         binding.expired = true
-        binding.space.tokens.expire(binding.tokenId, offset: binding.space.clock.offsetSeconds)
+        let offset = binding.space.clock.offsetSeconds
+        binding.space.tokens.expire(binding.tokenId, offset: offset)
+        return (binding.space.teamID, binding.tokenId, offset)
     }
 
     /// A class, so that checking the bound token on every request copies one reference rather

@@ -64,12 +64,26 @@ final class APNSChannelHandler: ChannelDuplexHandler {
                 handler.writeOutput(context: context)
             }
         }
+        // Fault claims: the shared state's answer comes back on this loop; the request is settled
+        // and recorded even when the connection is closing (its answer then is not written).
+        connection.claimWaiter = { claim, then in
+            claim(eventLoop).hop(to: eventLoop).assumeIsolated().whenComplete { result in
+                let (handler, context) = loopBound.value
+                let granted: Bool? = switch result {
+                case .success(let granted): granted
+                case .failure: nil
+                }
+                then(granted, !handler.closing)
+                if !handler.closing { handler.writeOutput(context: context) }
+            }
+        }
         handshakeDeadline = .now() + timeouts.handshake
         scheduleCheck(context: context, at: min(handshakeDeadline, lastActivity + timeouts.idle))
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
         connection.schedule = nil
+        connection.claimWaiter = nil
         check?.cancel()
     }
 

@@ -36,6 +36,14 @@ final class APNSConnection {
     /// Runs work on the connection's event loop after a delay, then flushes output; set by the
     /// channel handler. Delayed answers (fault `delayMs`) need it; without it they go out at once.
     var schedule: ((_ milliseconds: Int, _ work: @escaping () -> Void) -> Void)?
+    /// Waits for a fault rule's claim in the shared state: calls `claim` with the connection's
+    /// event loop, and once its future completes, `then` on that loop with its answer (`nil` when
+    /// it failed) and whether the connection can still send, then flushes output; set by the
+    /// channel handler. Without it a claimed rule counts down in this process alone.
+    var claimWaiter: ClaimWaiter?
+    typealias ClaimWaiter = (
+        _ claim: (any EventLoop) -> EventLoopFuture<Bool?>, _ then: @escaping (_ granted: Bool?, _ deliverable: Bool) -> Void
+    ) -> Void
     /// How a fault ends the TCP connection: the handler drops it without flushing.
     enum Abort {
         /// `close`: FIN, no TLS close_notify, no GOAWAY.
@@ -328,22 +336,67 @@ extension APNSConnection: HTTP2SessionDelegate {
         let effects = stream.withRequest { request in
             routes.answer(request, stream: requestStream, context: context, connection: &requestState)
         }
+        if _slowPath(effects.actions.awaitsClaim) {
+            awaitClaim(session: session, stream: stream, id: requestStream.id, started: started)
+            return
+        }
+        deliver(effects, session: session, stream: stream, id: requestStream.id, started: started)
+    }
+
+    /// Carries out a request's settled effects: the stream-limit changes at once, the answer and
+    /// the fault action after the rule's delay.
+    @inline(__always)
+    private func deliver(_ effects: Effects, session: HTTP2Session, stream: HTTP2Stream, id: Int32, started: UInt64) {
         carryOutNow(effects, session: session)
         defer { if let errorDisconnect { countError(effects, session: session, penalty: errorDisconnect) } }
         if effects.actions.delayMs == 0 || schedule == nil {
-            carryOut(effects, session: session, stream: stream, id: requestStream.id)
+            carryOut(effects, session: session, stream: stream, id: id)
             if started != 0 { routes.state.statistics.observeLatency(sinceUptimeNanoseconds: started) }
         } else {
             // The stream may be recycled for another stream before the timer fires; its id,
             // unique within the connection, tells (``HTTP2Stream/awaitsAnswer(id:)``). Held back
             // on purpose, it is not a stuck stream.
-            session.delayAnswer(on: stream, id: requestStream.id)
+            session.delayAnswer(on: stream, id: id)
             schedule?(effects.actions.delayMs) { [weak self] in
                 guard let self, case .open(let session) = self.state else { return }
-                self.carryOut(effects, session: session, stream: stream, id: requestStream.id)
+                self.carryOut(effects, session: session, stream: stream, id: id)
                 if started != 0 { self.routes.state.statistics.observeLatency(sinceUptimeNanoseconds: started) }
             }
         }
+    }
+
+    /// A request whose fault rule waits for its claim in the shared state (``AwaitingClaim``): its
+    /// answer is held back, as a fault's delay holds it, until the claim is answered; then the
+    /// request is settled and recorded, and its effects carried out. Without a way to wait (no
+    /// channel handler, or no shared state) the rule counts down in this process alone, as when
+    /// the shared state cannot answer.
+    @inline(never)
+    private func awaitClaim(session: HTTP2Session, stream: HTTP2Stream, id: Int32, started: UInt64) {
+        guard let awaiting = requestState.awaitingClaim.take() else { return }
+        guard let claimWaiter, let shared = routes.state.shared else {
+            finishClaim(awaiting, granted: nil, deliverable: true, stream: stream, id: id, started: started)
+            return
+        }
+        session.delayAnswer(on: stream, id: id)
+        // The connection is held (not `weak`) until the claim is answered: the request must be
+        // recorded, as answered or not, even if the connection ends meanwhile.
+        claimWaiter({ loop in shared.claimFault(key: awaiting.key, times: awaiting.times, on: loop) }) { granted, deliverable in
+            self.finishClaim(awaiting, granted: granted, deliverable: deliverable, stream: stream, id: id, started: started)
+        }
+    }
+
+    /// Settles and records a request whose claim was answered (`granted`; `nil`: no answer), and
+    /// carries out its effects while its stream still waits for them and the connection can
+    /// still send (`deliverable`); otherwise its record says that its answer was not written.
+    private func finishClaim(
+        _ awaiting: AwaitingClaim, granted: Bool?, deliverable: Bool, stream: HTTP2Stream, id: Int32, started: UInt64
+    ) {
+        var session: HTTP2Session?
+        if deliverable, case .open(let open) = state { session = open }
+        let streamOpen = session != nil && stream.awaitsAnswer(id: id)
+        let effects = awaiting.finish(granted, RequestStream(id: id, isOpen: streamOpen), &requestState)
+        guard let session else { return }
+        deliver(effects, session: session, stream: stream, id: id, started: started)
     }
 
     /// Apple's connection penalty: an error answer (4xx other than 410; BadDeviceToken weighs

@@ -5,7 +5,9 @@ import Synchronization
 ///
 /// The request path pays one atomic load while no rule exists (the usual case, and the benchmark
 /// case); only when rules exist does it take the lock, to pick a rule, roll its probability and
-/// count down its `times` as one step, so `times: 1` fires exactly once under concurrency.
+/// count down its `times` as one step, so `times: 1` fires exactly once under concurrency. With a
+/// shared state, other replicas fire the same rules: a rule with `times` is then claimed in the
+/// shared state before it fires (``FaultClaim``), and counted here once it does.
 ///
 /// Rules are indexed (a ``SelectiveIndex``) by the most selective field they name (token, channel,
 /// topic, connection, push type, kind; in that order), so a request looks only at the rules filed
@@ -17,13 +19,23 @@ final class FaultStore: Sendable {
     struct Entry: Sendable {
         var id: String
         var rule: FaultRule
-        /// Applications left when the rule has `times`; the rule is removed at 0.
+        /// Applications left when the rule has `times`; the rule is removed at 0. With a shared
+        /// state, what is left as far as this replica's own firings tell.
         var remaining: Int?
         /// Matching requests the rule was applied to.
         var applied: Int = 0
         /// Per rule, so that with a seed each rule's sequence of hits is reproducible regardless
         /// of other rules.
         var random: FastRandom
+        /// Where the rule came from, which names its claims with a shared state
+        /// (``FaultClaim/key``): the shared log's entry that added it (``SharedReplay/entry``; 0
+        /// outside one) and the store's resets before it (``FaultStore/reset()``).
+        var origin = Origin()
+
+        struct Origin: Sendable, Equatable {
+            var logEntry: Int64 = 0
+            var epoch = 0
+        }
     }
 
     /// Where a rule is filed: the first of these fields it names.
@@ -94,6 +106,9 @@ final class FaultStore: Sendable {
     private struct State {
         var rules = Rules()
         var nextID = 1
+        /// How often the store was reset, which restarts the ids: with the log entry, what tells
+        /// apart two rules that had the same id (``Entry/origin``).
+        var epoch = 0
     }
 
     private let state = Mutex(State())
@@ -134,7 +149,9 @@ final class FaultStore: Sendable {
         let number = state.nextID
         state.nextID += 1
         let random = seed.map { FastRandom(seed: $0 &+ UInt64(number)) } ?? FastRandom()
-        let entry = Entry(id: String(number), rule: rule, remaining: rule.times, random: random)
+        let entry = Entry(
+            id: String(number), rule: rule, remaining: rule.times, random: random,
+            origin: Entry.Origin(logEntry: SharedReplay.entry, epoch: state.epoch))
         state.rules.insert(entry, id: number, under: IndexKey(rule.match))
         rulesExist.store(true, ordering: .releasing)
         return entry
@@ -168,7 +185,7 @@ final class FaultStore: Sendable {
     /// Back to the configuration's rules (ids restart at 1, so seeded runs repeat).
     func reset() {
         state.withLock { state in
-            state = State()
+            state = State(epoch: state.epoch + 1)
         }
         rulesExist.store(false, ordering: .releasing)
         for rule in initial { add(rule) }
@@ -196,7 +213,11 @@ final class FaultStore: Sendable {
 
     /// The first rule matching a request with these facts that fires (after its probability roll),
     /// counted. Broadcast-side requests have no token; their topic is the app's bundle ID.
-    func apply(_ request: FaultRule.Facts) -> FaultRule? {
+    ///
+    /// With a `claimScope` (the mock has a shared state: the team's ID for a team's rules, `*` for
+    /// the mock's) and `times` in that rule, it is not counted here: `claim` says what to claim,
+    /// and ``settle(_:granted:)`` decides once the shared state answered (``FaultClaim``).
+    func apply(_ request: FaultRule.Facts, claimScope: String?, claim: inout FaultClaim?) -> FaultRule? {
         guard rulesExist.load(ordering: .acquiring) else { return nil }
         let facts = Self.canonical(request)
         return state.withLock { state -> FaultRule? in
@@ -221,16 +242,86 @@ final class FaultStore: Sendable {
                     state.rules.modify(number) { $0.random = entry.random }
                     if roll >= rule.probability { continue }
                 }
-                entry.applied += 1
-                if let remaining = entry.remaining, remaining <= 1 {
-                    state.rules.remove(number)
-                    rulesExist.store(!state.rules.isEmpty, ordering: .releasing)
-                } else {
-                    entry.remaining = entry.remaining.map { $0 - 1 }
-                    state.rules.modify(number) { $0 = entry }
+                if let claimScope, let times = rule.times {
+                    claim = FaultClaim(
+                        store: self, scope: claimScope, number: number, origin: entry.origin, times: times, rule: rule)
+                    return rule
                 }
+                count(&entry, number: number, in: &state)
                 return rule
             }
         }
     }
+
+    /// Counts one firing of rule `number` (its entry as it is now): one more applied, one fewer
+    /// remaining, and the rule gone with its last.
+    private func count(_ entry: inout Entry, number: Int, in state: inout State) {
+        entry.applied += 1
+        if let remaining = entry.remaining, remaining <= 1 {
+            state.rules.remove(number)
+            rulesExist.store(!state.rules.isEmpty, ordering: .releasing)
+        } else {
+            entry.remaining = entry.remaining.map { $0 - 1 }
+            state.rules.modify(number) { $0 = entry }
+        }
+    }
+
+    /// Whether the rule `claim` names fires, now that the shared state answered its claim:
+    /// `granted` true, it fires; false, every firing was claimed (on any replica) and the rule is
+    /// removed here too; `nil`, the shared state could not answer and the rule counts down in this
+    /// process alone, firing while it is still here.
+    ///
+    /// A firing this process makes is counted in the rule's local entry either way, so the admin
+    /// API's `remaining` is what is left as far as this replica knows, and the rule goes once this
+    /// replica alone fired it `times` times (all replicas together fired it at least that often).
+    /// A claim granted for a rule removed or reset meanwhile still fires: the request matched it,
+    /// and the shared state counted the firing.
+    func settle(_ claim: FaultClaim, granted: Bool?) -> Bool {
+        state.withLock { state in
+            guard var entry = state.rules[claim.number], entry.origin == claim.origin else { return granted == true }
+            switch granted {
+            case false?:
+                state.rules.remove(claim.number)
+                rulesExist.store(!state.rules.isEmpty, ordering: .releasing)
+                return false
+            case true?, nil:
+                count(&entry, number: claim.number, in: &state)
+                return true
+            }
+        }
+    }
+}
+
+/// A fault rule with `times` that matched a request while the mock has a shared state: it fires
+/// only if the shared state grants the request one of its firings
+/// (``SharedStateEngine/claimFault(key:times:on:)``), so that it fires exactly `times` times
+/// across replicas. The request waits for the answer (``Pipeline``), then its store settles it
+/// (``FaultBackend/settle(_:granted:)``). A class: made only for a claim, it keeps the
+/// connection's memo, which holds one between the policy and the pipeline, one reference wide.
+final class FaultClaim: Sendable {
+    /// The store whose rule it is (the mock's, or a team's).
+    let store: any FaultBackend
+    /// Whose rules they are: a team's ID, or `*` for the mock's.
+    let scope: String
+    /// The rule's number in its store.
+    let number: Int
+    let origin: FaultStore.Entry.Origin
+    let times: Int
+    let rule: FaultRule
+
+    init(store: any FaultBackend, scope: String, number: Int, origin: FaultStore.Entry.Origin, times: Int, rule: FaultRule) {
+        self.store = store
+        self.scope = scope
+        self.number = number
+        self.origin = origin
+        self.times = times
+        self.rule = rule
+    }
+
+    /// What the shared state counts the rule's firings under: the same on every replica, since
+    /// every replica applies the same admin changes in the same order (so gives the rule the same
+    /// number, log entry and reset count), and never the same for two rules: numbers restart only
+    /// when the store is reset (the reset count tells them apart), and a team deleted and added
+    /// again starts a new store whose rules come from later log entries.
+    var key: String { "\(scope)/\(origin.logEntry)/\(origin.epoch)/\(number)" }
 }

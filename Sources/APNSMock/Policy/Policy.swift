@@ -17,10 +17,14 @@ struct Policy: Sendable {
     /// `validation.magicDeviceTokens`: the rules a magic device token names (``MagicDeviceToken``),
     /// by reason; `nil` while off.
     let magicRules: [Reason: FaultRule]?
+    /// Whether fault rules with `times` are claimed in a shared state (``FaultClaim``): read once
+    /// here, so that a request's rules do not look at ``MockState/shared``.
+    let claimsFaults: Bool
 
     init(state: MockState, shrinksStreamsAfterRejection: Bool, magicDeviceTokens: Bool = false) {
         self.state = state
         self.shrinksStreamsAfterRejection = shrinksStreamsAfterRejection
+        claimsFaults = state.shared != nil
         magicRules = magicDeviceTokens
             ? Dictionary(uniqueKeysWithValues: MagicDeviceToken.answers.map { ($0.reason, FaultRule(respond: Rejection($0.reason))) })
             : nil
@@ -28,9 +32,13 @@ struct Policy: Sendable {
 
     /// The rate limiter (for the verdicts it concerns), then the fault rules; a rule's answer
     /// replaces the verdict's. Returns the request's actions.
+    ///
+    /// With a shared state, a rule with `times` that matches is not applied here: `claim` says
+    /// which (it is `nil` on entry, and stays so otherwise); the pipeline applies the rule once the
+    /// claim is settled (``applyClaimed(_:to:actions:team:)``).
     func applyRules<V: Verdict>(
         to verdict: inout V, request: borrowing PushRequest, context: ConnectionContext, requestNumber: Int,
-        team: Unmanaged<TeamSpace>?
+        team: Unmanaged<TeamSpace>?, claim: inout FaultClaim?
     ) -> Effects.Actions {
         verdict.limitRate(in: state)
         var actions = Effects.Actions()
@@ -40,8 +48,15 @@ struct Policy: Sendable {
         guard teamHasRules || state.faults.hasRules || magicRules != nil else { return actions }
         let facts = verdict.faultFacts(for: request, connection: context.connectionNumber, requestNumber: requestNumber)
         var fired: FaultRule?
-        if teamHasRules, let team { fired = team._withUnsafeGuaranteedRef { $0.faults.apply(facts) } }
-        if fired == nil, state.faults.hasRules { fired = state.faults.apply(facts) }
+        if teamHasRules, let team {
+            fired = team._withUnsafeGuaranteedRef { space in
+                space.faults.apply(facts, claimScope: claimsFaults ? space.teamID : nil, claim: &claim)
+            }
+        }
+        if fired == nil, state.faults.hasRules {
+            fired = state.faults.apply(facts, claimScope: claimsFaults ? "*" : nil, claim: &claim)
+        }
+        if claimsFaults, claim != nil { return actions }
         // A magic device token answers what it names where the push would have been accepted.
         if fired == nil, let magicRules, V.kind == .device, verdict.rejection == nil, let token = facts.token,
            let reason = MagicDeviceToken.reason(for: token) {
@@ -54,6 +69,14 @@ struct Policy: Sendable {
         return actions
     }
 
+    /// Applies the rule of a settled claim that fires (``FaultBackend/settle(_:granted:)``), as
+    /// ``applyRules(to:request:context:requestNumber:team:claim:)`` applies a rule that needs none.
+    func applyClaimed<V: Verdict>(_ rule: FaultRule, to verdict: inout V, actions: inout Effects.Actions, team: TeamSpace?) {
+        if let rejection = actions.apply(rule, now: team?.clock.nowMilliseconds ?? state.clock.nowMilliseconds) {
+            verdict.replaceAnswer(with: rejection)
+        }
+    }
+
     /// What the final answer does beyond itself: ExpiredProviderToken expires the connection's
     /// token everywhere; the connection's first accepted token lifts its stream limit; with
     /// `server.shrinkStreamsAfterRejection` a rejection lowers it to one stream until a request is
@@ -62,7 +85,9 @@ struct Policy: Sendable {
     func settle<V: Verdict>(_ actions: inout Effects.Actions, verdict: V, connection: inout ConnectionMemo) {
         let rejection = verdict.rejection
         if actions.answers, rejection?.reason == .expiredProviderToken {
-            connection.auth.tokenExpired()
+            if let expired = connection.auth.tokenExpired() {
+                state.shared?.tokenExpired(team: expired.team, tokenId: expired.tokenId, offset: expired.offset)
+            }
         }
         actions.settle(
             rejected: rejection != nil, acceptedFirstToken: verdict.acceptedFirstToken,

@@ -15,6 +15,50 @@ struct Recorder: Sendable {
         _ verdict: V, actions: Effects.Actions, request: borrowing PushRequest, stream: RequestStream,
         context: ConnectionContext, team: Unmanaged<TeamSpace>?, connection: inout ConnectionMemo
     ) -> UInt64 {
+        let outcome = tally(verdict, actions: actions, stream: stream, context: context, team: team)
+        guard state.recording.isEnabled else { return 0 }
+        let received = read(verdict, request: request, context: context, connection: &connection)
+        return keep(verdict, outcome: outcome, received: received, actions: actions, stream: stream, team: team, connection: &connection)
+    }
+
+    /// What a record takes from the request itself, read while the connection lends it to the
+    /// pipeline: for a request that waits for its fault rule's claim (``Pipeline``), before the
+    /// wait, and kept with the rest once the answer is settled.
+    struct Received: Sendable {
+        let receivedAt: Int64
+        let shape: RequestShape
+        let path: String?
+        let apnsIDHeader: String?
+    }
+
+    /// What the record of `verdict`'s request takes from the request (``Received``); `nil` when
+    /// recording is off.
+    func received<V: Verdict>(
+        _ verdict: V, request: borrowing PushRequest, context: ConnectionContext, connection: inout ConnectionMemo
+    ) -> Received? {
+        guard state.recording.isEnabled else { return nil }
+        return read(verdict, request: request, context: context, connection: &connection)
+    }
+
+    /// ``record(_:actions:request:stream:context:team:connection:)`` for a request whose
+    /// ``Received`` was read before it waited (`nil`: recording is off).
+    func record<V: Verdict>(
+        _ verdict: V, received: Received?, actions: Effects.Actions, stream: RequestStream, context: ConnectionContext,
+        team: Unmanaged<TeamSpace>?, connection: inout ConnectionMemo
+    ) -> UInt64 {
+        let outcome = tally(verdict, actions: actions, stream: stream, context: context, team: team)
+        guard let received else { return 0 }
+        return keep(verdict, outcome: outcome, received: received, actions: actions, stream: stream, team: team, connection: &connection)
+    }
+
+    /// What was answered, as counted and recorded.
+    private typealias Outcome = (status: Int?, rejection: Rejection?, action: FaultRule.Action.Name?)
+
+    /// Counts the request's outcome and logs a rejection.
+    @inline(__always)
+    private func tally<V: Verdict>(
+        _ verdict: V, actions: Effects.Actions, stream: RequestStream, context: ConnectionContext, team: Unmanaged<TeamSpace>?
+    ) -> Outcome {
         let answered = actions.answers
         let status = answered ? verdict.status : nil
         let rejection = answered ? verdict.rejection : nil
@@ -22,23 +66,41 @@ struct Recorder: Sendable {
         count(kind: V.kind)
         note(status: status, rejection: rejection, action: action, kind: V.kind, team: team,
              id: verdict.answerID.text(uppercase: V.kind == .device), streamID: stream.id, context: context)
-        guard state.recording.isEnabled else { return 0 }
+        return (status, rejection, action)
+    }
+
+    /// Reads the request's part of its record (``Received``).
+    @inline(__always)
+    private func read<V: Verdict>(
+        _ verdict: V, request: borrowing PushRequest, context: ConnectionContext, connection: inout ConnectionMemo
+    ) -> Received {
         let receivedAt = connection.readTime()
         let shape = verdict.shape(for: request, shapes: &connection.shapes, connectionID: UInt64(context.connectionNumber))
         // `registerCopy()`: each `String?` copied out of the request is one retain through it
         // (docs/speed-idioms.md), not a trip through Optional's generic value witness.
-        let path = request.path.registerCopy(), apnsIDHeader = request.apnsID.registerCopy()
+        return Received(
+            receivedAt: receivedAt, shape: shape, path: request.path.registerCopy(),
+            apnsIDHeader: request.apnsID.registerCopy())
+    }
+
+    /// Appends the record.
+    @inline(__always)
+    private func keep<V: Verdict>(
+        _ verdict: V, outcome: Outcome, received: Received, actions: Effects.Actions, stream: RequestStream,
+        team: Unmanaged<TeamSpace>?, connection: inout ConnectionMemo
+    ) -> UInt64 {
         let answerID = verdict.answerID
-        let uniqueID = answered ? verdict.uniqueID : nil
+        let uniqueID = actions.answers ? verdict.uniqueID : nil
         let details = verdict.details(shapes: &connection.shapes)
         let injected = actions.faultMatched, streamID = stream.id
         let written = actions.writtenAtOnce(streamOpen: stream.isOpen)
         let offset = team?._withUnsafeGuaranteedRef { $0.clock.offsetSeconds } ?? state.clock.offsetSeconds
         return state.recording.append { seq in
             RawRecord(
-                seq: seq, receivedAt: receivedAt, shape: shape, path: path, apnsIDHeader: apnsIDHeader,
-                apnsID: answerID, uniqueID: uniqueID, status: status, rejection: rejection, injected: injected,
-                action: action, streamID: streamID, broadcast: details, responseWritten: written, clockOffset: offset)
+                seq: seq, receivedAt: received.receivedAt, shape: received.shape, path: received.path,
+                apnsIDHeader: received.apnsIDHeader, apnsID: answerID, uniqueID: uniqueID, status: outcome.status,
+                rejection: outcome.rejection, injected: injected, action: outcome.action, streamID: streamID,
+                broadcast: details, responseWritten: written, clockOffset: offset)
         }
     }
 

@@ -1,6 +1,7 @@
 import APNSMockCore
 import Foundation
 import Logging
+import NIOCore
 import PostgresNIO
 import Synchronization
 
@@ -46,6 +47,8 @@ final class SharedRecords: Sendable {
     }
 
     private let mirror = Mutex(Mirror())
+    /// The mirror's decoder (one task uses it): it keeps the last shape read.
+    private let decoderState = Mutex(SharedRecordDecoder())
 
     /// Rows read and written per batch.
     static let batchSize = 2_000
@@ -178,10 +181,11 @@ final class SharedRecords: Sendable {
         // waits for them (its client already has those answers).
         let flushing = writer.withLock { !$0.flushWaiters.isEmpty } || clearing != nil
         let settled = Int64(Date().timeIntervalSince1970 * 1000) - 20
-        var teams: [String] = [], bodies: [String] = []
+        var teams: [String] = [], bodies: [ByteBuffer] = []
         teams.reserveCapacity(Int(through - from))
         bodies.reserveCapacity(Int(through - from))
-        let encoder = JSONEncoder()
+        var encoder = SharedRecordEncoder()
+        var body = ByteBuffer()
         var lost = 0
         for seq in (from + 1)...through {
             guard let record = queue.read(seq), record.seq == seq else {
@@ -196,7 +200,9 @@ final class SharedRecords: Sendable {
                 break
             }
             teams.append(record.auth.teamId ?? "")
-            bodies.append(String(decoding: try encoder.encode(SharedRecordBody(record)), as: UTF8.self))
+            body.clear()
+            encoder.encode(record, into: &body)
+            bodies.append(body)
         }
         guard through > from else { return false }
         var lastShared: Int64 = 0
@@ -208,7 +214,7 @@ final class SharedRecords: Sendable {
                     UPDATE apns_mock_record_counter SET last = last + \(count) RETURNING last)
                 INSERT INTO apns_mock_records (seq, team, origin, body)
                 SELECT (SELECT last FROM counter) - \(count) + batch.ordinal, nullif(batch.team, ''), \(engine.replica), batch.body
-                FROM unnest(\(teams)::text[], \(bodies)::text[]) WITH ORDINALITY AS batch(team, body, ordinal)
+                FROM unnest(\(teams)::text[], \(bodies)::bytea[]) WITH ORDINALITY AS batch(team, body, ordinal)
                 RETURNING seq
                 """, logger: logger
             ).decode(Int64.self) {
@@ -288,7 +294,7 @@ final class SharedRecords: Sendable {
     private func ingest(engine: PostgresSharedState, state: MockState) async throws -> Bool {
         let (fromSeq, fromMark) = mirror.withLock { ($0.seq, $0.mark) }
         let logger = logger
-        let page = try await engine.client.withConnection { connection -> ([(Int64, Int64, String?)], [(Int64, String)]) in
+        let page = try await engine.client.withConnection { connection -> ([(Int64, Int64, String?)], [(Int64, ByteBuffer)]) in
             try await connection.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger).drain()
             do {
                 var marks: [(Int64, Int64, String?)] = []
@@ -297,11 +303,11 @@ final class SharedRecords: Sendable {
                 ).decode((Int64, Int64, String?).self) {
                     marks.append((id, after, team))
                 }
-                var rows: [(Int64, String)] = []
+                var rows: [(Int64, ByteBuffer)] = []
                 for try await (seq, body) in try await connection.query(
                     "SELECT seq, body FROM apns_mock_records WHERE seq > \(fromSeq) ORDER BY seq LIMIT \(Self.batchSize)",
                     logger: logger
-                ).decode((Int64, String).self) {
+                ).decode((Int64, ByteBuffer).self) {
                     rows.append((seq, body))
                 }
                 try await connection.query("COMMIT", logger: logger).drain()
@@ -314,9 +320,11 @@ final class SharedRecords: Sendable {
         let (marks, rows) = page
         let full = rows.count == Self.batchSize
         var pendingMarks = marks[...]
-        let decoder = JSONDecoder()
+
         var teamSpaces: [String: TeamSpace?] = [:]
         var seq = fromSeq
+        var decoder = decoderState.withLock { $0 }
+        defer { decoderState.withLock { $0 = decoder } }
         func applyMarks(through seq: Int64) {
             while let mark = pendingMarks.first, mark.1 <= seq {
                 pendingMarks.removeFirst()
@@ -331,12 +339,11 @@ final class SharedRecords: Sendable {
         for (rowSeq, body) in rows {
             applyMarks(through: rowSeq - 1)
             seq = rowSeq
-            guard let decoded = try? decoder.decode(SharedRecordBody.self, from: Data(body.utf8)) else {
+            guard let record = try? decoder.decode(body, seq: UInt64(rowSeq)) else {
                 logger.warning("a shared record could not be read: skipped", metadata: ["seq": "\(rowSeq)"])
                 state.records.skipMirror(through: UInt64(rowSeq))
                 continue
             }
-            let record = decoded.record(seq: UInt64(rowSeq))
             count(record, state: state, teams: &teamSpaces)
             state.records.appendMirrored(record)
         }

@@ -11,7 +11,7 @@ import PostgresNIO
 /// - `apns_mock_record_counter`: one row, the last record number handed out. Each batch of records
 ///   takes its numbers from it in the statement that inserts them, so the numbers are dense and
 ///   become visible in their order (the row's lock orders the batches' commits).
-/// - `apns_mock_records`: the shared records, as ``SharedRecordBody`` JSON.
+/// - `apns_mock_records`: the shared records, in ``SharedRecordBody``'s form.
 /// - `apns_mock_record_marks`: clearings of the records (all, or a team's), each after a record
 ///   number, applied by every replica's mirror at that point of the records.
 /// - `apns_mock_fault_claims`: what is left of a fault rule's `times`, claimed by the replicas.
@@ -77,7 +77,7 @@ enum SharedSchema {
         """
         CREATE TABLE apns_mock_records (
             seq bigint PRIMARY KEY, team text, origin text NOT NULL,
-            received_at timestamptz NOT NULL DEFAULT now(), body text NOT NULL)
+            received_at timestamptz NOT NULL DEFAULT now(), body bytea NOT NULL)
         """,
         "CREATE INDEX apns_mock_records_received_at ON apns_mock_records (received_at)",
         "CREATE TABLE apns_mock_record_marks (id bigserial PRIMARY KEY, after_seq bigint NOT NULL, team text)",

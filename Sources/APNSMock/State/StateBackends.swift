@@ -65,8 +65,13 @@ protocol FaultBackend: AnyObject, Sendable {
     /// Whether any rule exists: one atomic load, so that a request pays nothing more while none does.
     var hasRules: Bool { get }
     /// The rule a request with these facts triggers, its `times` counted down and its probability
-    /// rolled as one step (`times: 1` fires once under concurrency); `nil` when none.
-    func apply(_ request: FaultRule.Facts) -> FaultRule?
+    /// rolled as one step (`times: 1` fires once under concurrency); `nil` when none. With a
+    /// `claimScope` (a shared state) and `times` in the rule, it is returned uncounted with `claim`
+    /// set: it fires only once the shared state grants the claim (``settle(_:granted:)``).
+    func apply(_ request: FaultRule.Facts, claimScope: String?, claim: inout FaultClaim?) -> FaultRule?
+    /// Whether the rule of `claim` fires, given the shared state's answer to it (`nil`: no answer),
+    /// counted here as it fires; ``FaultStore/settle(_:granted:)`` says how.
+    func settle(_ claim: FaultClaim, granted: Bool?) -> Bool
     func add(_ rule: FaultRule) -> FaultRuleEntry
     /// All or none: `nil` when they would pass the rule limit.
     func add(_ rules: [FaultRule]) -> [FaultRuleEntry]?
@@ -77,6 +82,15 @@ protocol FaultBackend: AnyObject, Sendable {
     func remove(id: String) -> Bool
     func removeAll()
     func reset()
+}
+
+extension FaultBackend {
+    /// The rule a request with these facts triggers, counted in this process
+    /// (``apply(_:claimScope:claim:)`` without a shared state).
+    func apply(_ request: FaultRule.Facts) -> FaultRule? {
+        var claim: FaultClaim?
+        return apply(request, claimScope: nil, claim: &claim)
+    }
 }
 
 /// Provider tokens across connections: first sightings (on the mock's clock) and expiries.
