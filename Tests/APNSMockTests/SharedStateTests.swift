@@ -251,10 +251,10 @@ struct SharedStateTests {
                 }, until: { $0.health?.status == "ok" })
                 #expect(status == 200 && health?.status == "ok", "\(replica.name) after the outage: \(status) \(text)")
                 let records = try await SharedState.records(replica.admin, count: total, within: .seconds(30))
-                #expect(records.count == total && records.allSatisfy { $0.status == 200 },
-                        "\(replica.name) holds \(records.count) records of \(total)")
-                #expect(Set(records.map(\.seq)).count == records.count)
                 let shared = try await SharedState.poll({ try await SharedState.shared(replica) }, until: { $0?.queued == 0 })
+                #expect(records.count == total && records.allSatisfy { $0.status == 200 },
+                        "\(replica.name) holds \(records.count) records of \(total) (seqs \(records.map(\.seq))); shared: \(String(describing: shared)); health: \(text)")
+                #expect(Set(records.map(\.seq)).count == records.count)
                 #expect(shared?.dropped == 0 && shared?.queued == 0, "\(replica.name)'s shared counts: \(String(describing: shared))")
             }
             let clockAfter = try await SharedState.call(a, "POST", "/v1/clock", body: #"{"advanceSeconds":60}"#)
