@@ -119,17 +119,27 @@ struct ContainerTests {
             ]
             let compose = ["-p", project, "-f", ServerProcess.repository.appendingPathComponent("docker-compose.yml").path,
                            "-f", override.path]
-            let outcome: Result<Void, any Error>
-            do {
+            try await Self.thenDown(compose, environment: environment) {
                 try await Self.checkCompose(compose, environment: environment, adminPort: ports[1])
-                outcome = .success(())
-            } catch {
-                outcome = .failure(error)
             }
-            let down = try await ExternalTool.run("docker-compose", compose + ["down", "-v", "-t", "2"], environment: environment, timeout: 120)
-            #expect(down.exitCode == 0, "docker-compose down: \(down.stderr)")
-            try outcome.get()
         }
+    }
+
+    /// Runs `check` on a compose project, then takes it down whatever happened (and expects that to
+    /// work), then throws what `check` threw.
+    private static func thenDown(
+        _ compose: [String], environment: [String: String], _ check: () async throws -> Void
+    ) async throws {
+        let outcome: Result<Void, any Error>
+        do {
+            try await check()
+            outcome = .success(())
+        } catch {
+            outcome = .failure(error)
+        }
+        let down = try await ExternalTool.run("docker-compose", compose + ["down", "-v", "-t", "2"], environment: environment, timeout: 120)
+        #expect(down.exitCode == 0, "docker-compose down: \(down.stderr)")
+        try outcome.get()
     }
 
     private static func checkCompose(_ compose: [String], environment: [String: String], adminPort: Int) async throws {
@@ -202,16 +212,9 @@ struct ContainerTests {
             ]
             let file = ServerProcess.repository.appendingPathComponent("deploy/compose/replicated.yml").path
             let compose = ["-p", project, "-f", file, "-f", override.path]
-            let outcome: Result<Void, any Error>
-            do {
+            try await Self.thenDown(compose, environment: environment) {
                 try await Self.checkReplicated(compose, project: project, environment: environment, balancerPorts: (ports[0], ports[1]))
-                outcome = .success(())
-            } catch {
-                outcome = .failure(error)
             }
-            let down = try await ExternalTool.run("docker-compose", compose + ["down", "-v", "-t", "2"], environment: environment, timeout: 120)
-            #expect(down.exitCode == 0, "docker-compose down: \(down.stderr)")
-            try outcome.get()
         }
     }
 

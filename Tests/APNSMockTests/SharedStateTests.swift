@@ -304,7 +304,7 @@ struct SharedStateTests {
                 #expect(recordsOne.count == 3 && recordsOne.allSatisfy { $0.auth.teamId == one.teamID && $0.topic == one.app })
                 #expect(recordsOne.map(\.status) == [200, 200, 410])
                 #expect(recordsTwo.count == 3 && recordsTwo.allSatisfy { $0.auth.teamId == two.teamID && $0.reason == "BadDeviceToken" })
-                #expect(try await SharedState.allRecords(bWhole).count == 6)
+                #expect(try await allRecords(bWhole).count == 6)
                 #expect(try await bOne.faults().faults.isEmpty)
                 #expect(try await bTwo.faults().faults.count == 1)
                 #expect(try await bWhole.faults().faults.isEmpty)

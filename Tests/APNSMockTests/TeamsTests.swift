@@ -49,18 +49,6 @@ struct TeamsTests {
         try await mock.admin.addTeam(json: worker.body)
     }
 
-    /// Every record a scoped query finds, page after page.
-    static func allRecords(_ admin: AdminClient, outcome: RecordFilter.Outcome = .all) async throws -> [NotificationRecord] {
-        var found: [NotificationRecord] = []
-        var since: UInt64 = 0
-        while true {
-            let page = try await admin.notifications(RecordQuery(outcome: outcome, since: since, limit: RecordQuery.maximumLimit))
-            found += page.notifications
-            guard page.more else { return found }
-            since = page.next
-        }
-    }
-
     /// Two workers push at once, with h2load, each through its own team's key, one of them under a
     /// fault rule of its own: each team's records, counts and `/metrics` series hold exactly its
     /// pushes, and the whole mock's are their sum.
@@ -93,10 +81,10 @@ struct TeamsTests {
             #expect(statsOne.connections.total == 2 && statsTwo.connections.total == 2)
             #expect(statsOne.recording.records == 1500 && statsTwo.recording.records == 1000)
 
-            let recordsOne = try await Self.allRecords(adminOne), recordsTwo = try await Self.allRecords(adminTwo)
+            let recordsOne = try await allRecords(adminOne), recordsTwo = try await allRecords(adminTwo)
             #expect(recordsOne.count == 1500 && recordsOne.allSatisfy { $0.status == 200 && $0.auth.teamId == one.teamID })
             #expect(recordsTwo.count == 1000 && recordsTwo.allSatisfy { $0.reason == "BadDeviceToken" && $0.auth.teamId == two.teamID })
-            #expect(try await Self.allRecords(mock.admin).count == 2500)
+            #expect(try await allRecords(mock.admin).count == 2500)
             let whole = try await mock.admin.stats()
             #expect(whole.requests == 2500 && whole.accepted == 1500 && whole.team == nil)
             // The rule is team two's: the whole mock's rules and team one's are empty.
@@ -150,14 +138,14 @@ struct TeamsTests {
             // the whole mock does not start again).
             #expect(try await adminOne.stats().clears == 1)
             #expect(try await mock.admin.stats().clears == clearsBefore)
-            #expect(try await Self.allRecords(adminOne).isEmpty)
+            #expect(try await allRecords(adminOne).isEmpty)
             #expect(try await adminOne.stats().requests == 0)
             #expect(try await adminOne.clock().offsetSeconds == 0)
             #expect(try await adminOne.devices().devices.isEmpty)
-            let twoRecords = try await Self.allRecords(adminTwo)
+            let twoRecords = try await allRecords(adminTwo)
             #expect(twoRecords.count == 4)
             // The whole mock's view lost team one's records and counts with it: they agree.
-            let whole = try await Self.allRecords(mock.admin)
+            let whole = try await allRecords(mock.admin)
             let wholeStats = try await mock.admin.stats()
             #expect(whole.count == 4 && wholeStats.requests == 4)
             #expect(try await one.push(mock, token: Self.device).status == 200)
@@ -176,7 +164,7 @@ struct TeamsTests {
             #expect(try await mock.admin.teams().map(\.teamId) == ["DEMOTEAM01"])
             let refused = try await one.push(mock, token: Self.device)
             #expect(refused.status == 403 && refused.reason == "InvalidProviderToken")
-            let whole = try await Self.allRecords(mock.admin)
+            let whole = try await allRecords(mock.admin)
             #expect(whole.count == 1 && whole[0].reason == "InvalidProviderToken")
             let wholeStats = try await mock.admin.stats()
             #expect(wholeStats.requests == 1 && wholeStats.recording.records == 1)

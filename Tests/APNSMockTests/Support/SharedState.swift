@@ -247,18 +247,6 @@ enum SharedState {
         }
     }
 
-    /// Every record a query finds, page after page (`outcome=all` unless said otherwise).
-    static func allRecords(_ admin: AdminClient, outcome: RecordFilter.Outcome = .all) async throws -> [NotificationRecord] {
-        var found: [NotificationRecord] = []
-        var since: UInt64 = 0
-        while true {
-            let page = try await admin.notifications(RecordQuery(outcome: outcome, since: since, limit: RecordQuery.maximumLimit))
-            found += page.notifications
-            guard page.more else { return found }
-            since = page.next
-        }
-    }
-
     /// Polls a replica's records until there are `count` (bounded: what arrives through the
     /// shared state takes milliseconds, not no time), and returns them.
     static func records(
@@ -330,5 +318,18 @@ enum SharedState {
         // "2xx, 3xx, 4xx, 5xx" contribute their digits too: the counts are every other number.
         guard numbers.count == 8 else { return nil }
         return (numbers[0], numbers[4], numbers[6])
+    }
+}
+
+/// Every record a query finds, page after page (`outcome=all` unless said otherwise); scoped when
+/// the client is.
+func allRecords(_ admin: AdminClient, outcome: RecordFilter.Outcome = .all) async throws -> [NotificationRecord] {
+    var found: [NotificationRecord] = []
+    var since: UInt64 = 0
+    while true {
+        let page = try await admin.notifications(RecordQuery(outcome: outcome, since: since, limit: RecordQuery.maximumLimit))
+        found += page.notifications
+        guard page.more else { return found }
+        since = page.next
     }
 }
