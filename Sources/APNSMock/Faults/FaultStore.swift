@@ -29,12 +29,11 @@ final class FaultStore: Sendable {
         var random: FastRandom
         /// Where the rule came from, which names its claims with a shared state
         /// (``FaultClaim/key``): the shared log's entry that added it (``SharedReplay/entry``; 0
-        /// outside one) and the store's resets before it (``FaultStore/reset()``).
+        /// outside one; a reset's, for the configured rules it brings back).
         var origin = Origin()
 
         struct Origin: Sendable, Equatable {
             var logEntry: Int64 = 0
-            var epoch = 0
         }
     }
 
@@ -106,9 +105,6 @@ final class FaultStore: Sendable {
     private struct State {
         var rules = Rules()
         var nextID = 1
-        /// How often the store was reset, which restarts the ids: with the log entry, what tells
-        /// apart two rules that had the same id (``Entry/origin``).
-        var epoch = 0
     }
 
     private let state = Mutex(State())
@@ -151,7 +147,7 @@ final class FaultStore: Sendable {
         let random = seed.map { FastRandom(seed: $0 &+ UInt64(number)) } ?? FastRandom()
         let entry = Entry(
             id: String(number), rule: rule, remaining: rule.times, random: random,
-            origin: Entry.Origin(logEntry: SharedReplay.entry, epoch: state.epoch))
+            origin: Entry.Origin(logEntry: SharedReplay.entry))
         state.rules.insert(entry, id: number, under: IndexKey(rule.match))
         rulesExist.store(true, ordering: .releasing)
         return entry
@@ -185,7 +181,7 @@ final class FaultStore: Sendable {
     /// Back to the configuration's rules (ids restart at 1, so seeded runs repeat).
     func reset() {
         state.withLock { state in
-            state = State(epoch: state.epoch + 1)
+            state = State()
         }
         rulesExist.store(false, ordering: .releasing)
         for rule in initial { add(rule) }
@@ -323,5 +319,8 @@ final class FaultClaim: Sendable {
     /// number, log entry and reset count), and never the same for two rules: numbers restart only
     /// when the store is reset (the reset count tells them apart), and a team deleted and added
     /// again starts a new store whose rules come from later log entries.
-    var key: String { "\(scope)/\(origin.logEntry)/\(origin.epoch)/\(number)" }
+    /// The rule's scope, the log entry that added it (a reset's, for the rules a reset brings
+    /// back) and its number. Not the store's count of resets: a log compacted at a reset holds
+    /// fewer resets than a replica that lived through them applied.
+    var key: String { "\(scope)/\(origin.logEntry)/\(number)" }
 }

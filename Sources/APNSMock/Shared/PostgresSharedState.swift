@@ -157,6 +157,7 @@ final class PostgresSharedState: SharedStateEngine {
         let started: [Task<Void, Never>] = [
             Task { [self] in await listenLoop() },
             Task { [self] in await adminLog.run() },
+            Task { [self] in await adminLog.runPublisher() },
             Task { [self] in await records.runMirror() },
             Task { [self] in await records.runWriter() },
             Task { [self] in await retentionLoop() },
@@ -171,6 +172,13 @@ final class PostgresSharedState: SharedStateEngine {
         }
         adminArrived.signal()
         recordsArrived.signal()
+        adminLog.stop()
+    }
+
+    /// The mock's time now, of `team` when it names one (an unregistration's default timestamp).
+    func now(team: String?) -> Int64 {
+        guard let state = attachment.withLock({ $0?.state }) else { return Int64(Date().timeIntervalSince1970 * 1000) }
+        return team.flatMap { state.teams.space($0) }?.clock.nowMilliseconds() ?? state.clock.nowMilliseconds()
     }
 
     // MARK: Health

@@ -45,8 +45,25 @@ final class SharedAdminLog: Sendable {
 
     static let maximumEntries = 100_000
 
+    private static func takeWaiters(
+        through id: Int64, from waiters: inout [Int64: CheckedContinuation<Response?, Never>]
+    ) -> [CheckedContinuation<Response?, Never>] {
+        let passed = waiters.keys.filter { $0 <= id }
+        return passed.compactMap { waiters.removeValue(forKey: $0) }
+    }
+
+    /// Answers every waiting submitter (the mock is stopping): none waits forever.
+    func stop() {
+        let waiting = progress.withLock { progress in
+            defer { progress.waiters = [:] }
+            return Array(progress.waiters.values)
+        }
+        for waiter in waiting { waiter.resume(returning: nil) }
+    }
+
     init(logger: Logger) {
         self.logger = logger
+        (published, publications) = AsyncStream.makeStream(of: Entry.self, bufferingPolicy: .bufferingNewest(10_000))
     }
 
     func attach(engine: PostgresSharedState, state: MockState, respond: @escaping Responder) {
@@ -66,7 +83,20 @@ final class SharedAdminLog: Sendable {
     /// Logs a change the request path made here, in the background; the other replicas apply it.
     /// Lost if the database is away (that replica's change stays its own).
     func publish(_ entry: Entry) {
-        Task { _ = await submit(entry, waitForApplication: false) }
+        publications.yield(entry)
+    }
+
+    /// What ``publish(_:)`` logs, one at a time in the order the request path made the changes (a
+    /// channel created and at once deleted must reach the log in that order); bounded, the
+    /// newest kept.
+    private let publications: AsyncStream<Entry>.Continuation
+    private let published: AsyncStream<Entry>
+
+    /// Logs what the request path published, in order, until the mock stops.
+    func runPublisher() async {
+        for await entry in published {
+            _ = await submit(entry, waitForApplication: false)
+        }
     }
 
     /// Applies a change the request path made on another replica (a no-op on its own).
@@ -164,16 +194,23 @@ final class SharedAdminLog: Sendable {
             engine.adminArrived.signal()
             return .success(Response(status: .noContent))
         }
-        let response = await withCheckedContinuation { (continuation: CheckedContinuation<Response?, Never>) in
-            let already = progress.withLock { progress -> Response?? in
-                if progress.applied >= id { return .some(progress.answers.removeValue(forKey: id)) }
-                progress.waiters[id] = continuation
-                return nil
+        let waited = try? await withDeadline(seconds: 30) { [self] in
+            await withCheckedContinuation { (continuation: CheckedContinuation<Response?, Never>) in
+                let already = progress.withLock { progress -> Response?? in
+                    if progress.applied >= id { return .some(progress.answers.removeValue(forKey: id)) }
+                    progress.waiters[id] = continuation
+                    return nil
+                }
+                if let already { continuation.resume(returning: already) }
+                engine.adminArrived.signal()
             }
-            if let already { continuation.resume(returning: already) }
-            engine.adminArrived.signal()
         }
-        return .success(response ?? Response(status: .noContent))
+        guard let response = waited else {
+            return .success(AdminAPI.error(
+                .serviceUnavailable, "state: this change was logged but not applied here within 30 s; it will be, on every replica"))
+        }
+        return .success(response ?? AdminAPI.error(
+            .conflict, "state: this change was logged, then undone by a later reset or team removal before this replica applied it"))
     }
 
     // MARK: Applying the log
@@ -221,7 +258,7 @@ final class SharedAdminLog: Sendable {
                 } else {
                     response = await apply(entry, id: id, own: own, respond: respond)
                 }
-                let waiter = progress.withLock { progress -> CheckedContinuation<Response?, Never>? in
+                let (waiter, passed) = progress.withLock { progress -> (CheckedContinuation<Response?, Never>?, [CheckedContinuation<Response?, Never>]) in
                     progress.applied = id
                     let waiter = progress.waiters.removeValue(forKey: id)
                     if waiter == nil, own, let response {
@@ -231,9 +268,13 @@ final class SharedAdminLog: Sendable {
                             progress.answers[oldest] = nil
                         }
                     }
-                    return waiter
+                    // Waiters for entries this replica never read: another replica's reset or
+                    // team removal compacted them away before this one got to them (what they did
+                    // was undone by the entry that deleted them).
+                    return (waiter, Self.takeWaiters(through: id, from: &progress.waiters))
                 }
                 waiter?.resume(returning: response)
+                for passed in passed { passed.resume(returning: nil) }
                 if own { await compact(after: entry, id: id, status: response?.status ?? .noContent, engine: engine) }
             }
             if entries.count < 500 { return }
@@ -308,9 +349,15 @@ struct SharedAdminMiddleware<Context: RequestContext>: RouterMiddleware {
         default:
             break
         }
+        // Only the admin API's changes are logged: anything else (an unknown path, a method no
+        // route takes) is answered here as it would be without a shared state.
+        guard Self.isChange(method: request.method, path: path) else { return try await next(request, context) }
         let buffer = try await request.body.collect(upTo: AdminAPI.bodyLimit)
         var body = String(buffer: buffer)
         var team = Self.scopeTeam(request)
+        if request.method == .post, path.hasPrefix("/v1/devices/"), path.hasSuffix("/unregister") {
+            body = Self.withTimestamp(body, now: engine.now(team: team))
+        }
         if request.method == .post, path == "/v1/channels" {
             body = Self.withChannelID(body)
         }
@@ -318,7 +365,7 @@ struct SharedAdminMiddleware<Context: RequestContext>: RouterMiddleware {
             if request.method == .post, let json = try? JSONValue.parse(Array(body.utf8)), case .string(let id)? = json["teamId"] {
                 team = id
             } else if request.method == .delete {
-                team = String(path.dropFirst("/v1/teams/".count))
+                team = String(path.dropFirst("/v1/teams/".count).prefix { $0 != "/" })
             }
         }
         let entry = SharedAdminLog.Entry(
@@ -345,6 +392,37 @@ struct SharedAdminMiddleware<Context: RequestContext>: RouterMiddleware {
     static func scopeTeam(_ request: Request) -> String? {
         if let team = request.uri.queryParameters["team"] { return String(team) }
         return request.headers[AdminAPI.teamHeader]
+    }
+
+    /// Whether the admin API changes something for this method and path (its routes that are not
+    /// `GET`); the request path's own entries have methods no admin route takes.
+    static func isChange(method: HTTPRequest.Method, path: String) -> Bool {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: true)
+        guard parts.first == "v1", parts.count >= 2 else { return false }
+        switch (method, parts.count, parts[1]) {
+        case (.post, 2, "devices"), (.delete, 3, "devices"): return true
+        case (.post, 4, "devices"): return parts[3] == "unregister"
+        case (.post, 2, "faults"), (.delete, 2, "faults"), (.delete, 3, "faults"): return true
+        case (.post, 2, "clock"), (.post, 2, "reset"): return true
+        case (.post, 2, "teams"), (.delete, 3, "teams"): return true
+        case (.post, 2, "channels"), (.delete, 3, "channels"): return true
+        case (.delete, 2, "notifications"): return true
+        default: return false
+        }
+    }
+
+    /// An unregistration without a timestamp gets this replica's now, so that every replica
+    /// records the same time (each would otherwise take its own when it applies the change).
+    static func withTimestamp(_ body: String, now: Int64) -> String {
+        if body.allSatisfy(\.isWhitespace) { return JSONValue.object([JSONValue.Member(key: "timestamp", value: .number(String(now)))]).jsonText() }
+        guard case .object(var members)? = try? JSONValue.parse(Array(body.utf8)) else { return body }
+        if let existing = members.firstIndex(where: { $0.key == "timestamp" }) {
+            guard members[existing].value.isNull else { return body }
+            members[existing].value = .number(String(now))
+        } else {
+            members.append(JSONValue.Member(key: "timestamp", value: .number(String(now))))
+        }
+        return JSONValue.object(members).jsonText()
     }
 
     /// A channel's creation without an `id` gets one here, so every replica creates the same.

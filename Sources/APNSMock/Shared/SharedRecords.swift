@@ -297,6 +297,15 @@ final class SharedRecords: Sendable {
         // any record numbered after it (the counter row's lock orders them), so every clearing
         // among the records read is in the second read. Clearings past the last record read wait
         // for the next pass.
+        // The counter first: every record it had numbered is committed, so when none after
+        // `fromSeq` is found they were deleted (retention), and the mirror moves past them rather
+        // than waiting for numbers that will not come.
+        var numbered: Int64 = 0
+        for try await value in try await engine.client.query("SELECT last FROM apns_mock_record_counter", logger: logger)
+            .decode(Int64.self)
+        {
+            numbered = value
+        }
         var rows: [(Int64, ByteBuffer)] = []
         for try await (seq, body) in try await engine.client.query(
             "SELECT seq, body FROM apns_mock_records WHERE seq > \(fromSeq) ORDER BY seq LIMIT \(Self.batchSize)",
@@ -338,6 +347,10 @@ final class SharedRecords: Sendable {
             }
             count(record, state: state, teams: &teamSpaces)
             state.records.appendMirrored(record)
+        }
+        if rows.isEmpty, numbered > seq {
+            seq = numbered
+            state.records.skipMirror(through: UInt64(numbered))
         }
         applyMarks(through: seq)
         let waiting = mirror.withLock { mirror -> [CheckedContinuation<Void, Never>] in
