@@ -178,7 +178,7 @@ struct FaultClaimTests {
         #expect(mock.connection.faultClaim == nil)
         let taken = mock.connection.awaitingClaim.take()
         let awaiting = try #require(taken)
-        #expect(awaiting.key == "*/0/1/1" && awaiting.times == 2)
+        #expect(awaiting.key == "*/0/1" && awaiting.times == 2)
         let settled = awaiting.finish(true, RequestStream(id: 1), &mock.connection)
         #expect(!settled.actions.awaitsClaim)
         #expect(settled.response?.rejection?.reason == .serviceUnavailable)
@@ -239,7 +239,7 @@ struct FaultClaimTests {
         _ = mock.run(PipelineHarness.devicePush())
         let taken = mock.connection.awaitingClaim.take()
         let awaiting = try #require(taken)
-        #expect(awaiting.key == "\(team)/0/1/1")
+        #expect(awaiting.key == "\(team)/0/1")
         #expect(awaiting.finish(true, RequestStream(id: 1), &mock.connection).response?.status == 503)
         #expect(space.faults.entries.map(\.applied) == [1])
     }
