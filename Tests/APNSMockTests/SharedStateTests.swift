@@ -178,6 +178,26 @@ struct SharedStateTests {
 
         /// A replica stopped and started again with the same state URL lists every record, those
         /// pushed while it was down included, under the same seqs; it records again.
+        /// A database whose schema another version of apns-mock made: start-up stops, naming both
+        /// versions (replicas of two versions must not share one state).
+        @Test func aDatabaseOfAnotherSchemaVersionStopsStartUp() async throws {
+            try await SharedState.withReplicas(1) { replicas in
+                let replica = replicas[0]
+                await replica.stop()
+                let changed = try await ExternalTool.run(
+                    "psql", [replica.stateURL, "-v", "ON_ERROR_STOP=1", "-c", "UPDATE apns_mock_schema SET version = 99"], timeout: 30)
+                #expect(changed.exitCode == 0, "psql: \(changed.stderr)")
+                do {
+                    try await replica.start()
+                    Issue.record("apns-mock started on a database of schema version 99")
+                } catch let failure as ServerProcess.StartFailure {
+                    #expect(failure.description.contains("APNS_MOCK_STATE_URL"), "\(failure.description)")
+                    #expect(failure.description.contains("version 99") && failure.description.contains("version \(SharedSchema.version)"),
+                            "\(failure.description)")
+                }
+            }
+        }
+
         @Test func aRestartedReplicaStillListsTheRecords() async throws {
             try await SharedState.withReplicas(2) { replicas in
                 let (a, b) = (replicas[0], replicas[1])
