@@ -5,7 +5,9 @@ import Testing
 
 /// TLS session resumption is on, as Apple's servers offer it: a client that reconnects (after a
 /// GOAWAY, per batch) presents the ticket of its last session and skips the full handshake.
-@Suite("TLS session resumption", .timeLimit(.minutes(1)))
+// Three minutes: two handshakes take seconds, but under the whole suite (replicas and PostgreSQL
+// beside it) one run took more than one.
+@Suite("TLS session resumption", .timeLimit(.minutes(3)))
 struct SessionResumptionTests {
     @Test(arguments: ["-tls1_3", "-tls1_2"])
     func aReconnectingClientResumesItsSession(_ version: String) async throws {

@@ -51,8 +51,10 @@ struct SharedStateTests {
 
     /// The tests that need PostgreSQL: skipped where its server is not installed and the suite is
     /// not root (scripts/setup installs it; CI runs as root, so there its absence fails them).
+    /// One at a time: side by side their replicas and PostgreSQL loaded the 2-core CI machine
+    /// enough to push other suites past their time limits.
     @Suite(
-        "with PostgreSQL", .sharedPostgres,
+        "with PostgreSQL", .sharedPostgres, .serialized,
         .enabled(
             if: PostgresCluster.canRun,
             "PostgreSQL's server binaries are absent (/usr/lib/postgresql/*/bin): scripts/setup installs them (apt-get install postgresql)"))
