@@ -11,6 +11,5 @@ struct SharedStateService: Service {
         // The records answered while the listeners drained go out before the tasks stop.
         await engine.records.sync(seconds: 5)
         engine.stop()
-        try? await engine.client.query("SELECT 1", logger: engine.logger).drain()
     }
 }
